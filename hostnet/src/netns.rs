@@ -1,0 +1,335 @@
+//! Network namespace handles and scoped entry.
+//!
+//! A [`NetNs`] is an open file descriptor on a namespace (`/proc/<pid>/ns/net`, a bind mount
+//! under `/run/netns`, ...). Holding it keeps the namespace alive and lets us compare identities
+//! by (device, inode) rather than by path, because paths get reused.
+//!
+//! [`NetNs::enter`] switches only the calling thread and returns a guard that switches back on
+//! drop, also on early return and panic. The guard is `!Send`: it cannot be carried across an
+//! `.await` into another worker thread.
+
+use std::fs::File;
+use std::io;
+use std::marker::PhantomData;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use nix::sched::{CloneFlags, setns};
+use serde::{Deserialize, Serialize};
+
+/// `NSFS_MAGIC` from `linux/magic.h`: the filesystem type of namespace files.
+const NSFS_MAGIC: i64 = 0x6e73_6673;
+
+/// Identity of a namespace: the (device, inode) pair of its nsfs file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NsId {
+    /// Device number of the nsfs mount.
+    pub dev: u64,
+    /// Inode number; unique per namespace while it lives.
+    pub ino: u64,
+}
+
+/// Errors from opening, entering or creating namespaces.
+#[derive(Debug, thiserror::Error)]
+pub enum NetNsError {
+    /// The path does not exist.
+    #[error("network namespace {path} does not exist")]
+    NotFound {
+        /// The path that was opened.
+        path: PathBuf,
+    },
+    /// The path exists but is not a namespace (for example an unmounted bind-mount target).
+    #[error("{path} is not a network namespace")]
+    NotANamespace {
+        /// The path that was opened.
+        path: PathBuf,
+    },
+    /// Any other failure to open or inspect the path.
+    #[error("cannot open network namespace {path}")]
+    Open {
+        /// The path that was opened.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// `setns(2)` failed.
+    #[error("cannot enter network namespace {path}")]
+    Enter {
+        /// The namespace that could not be entered.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: nix::Error,
+    },
+    /// Creating or removing a persistent namespace failed.
+    #[error("cannot {action} network namespace at {path}")]
+    Persist {
+        /// What was being done.
+        action: &'static str,
+        /// The bind-mount path.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl NetNsError {
+    /// True when the namespace is gone or the path never was one: the cases where a teardown
+    /// should carry on with host-side cleanup because the kernel has already reclaimed the pod
+    /// side.
+    pub fn is_gone(&self) -> bool {
+        matches!(self, Self::NotFound { .. } | Self::NotANamespace { .. })
+    }
+}
+
+/// An open network namespace.
+#[derive(Debug)]
+pub struct NetNs {
+    file: File,
+    id: NsId,
+    path: PathBuf,
+}
+
+impl NetNs {
+    /// Opens the namespace at `path`, checking that it really is one.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, NetNsError> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => NetNsError::NotFound {
+                path: path.to_owned(),
+            },
+            _ => NetNsError::Open {
+                path: path.to_owned(),
+                source,
+            },
+        })?;
+        let fs = nix::sys::statfs::fstatfs(&file).map_err(|e| NetNsError::Open {
+            path: path.to_owned(),
+            source: e.into(),
+        })?;
+        if fs.filesystem_type().0 as i64 != NSFS_MAGIC {
+            return Err(NetNsError::NotANamespace {
+                path: path.to_owned(),
+            });
+        }
+        let meta = file.metadata().map_err(|source| NetNsError::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Self {
+            file,
+            id: NsId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            },
+            path: path.to_owned(),
+        })
+    }
+
+    /// The namespace of the calling thread (not of the process: those can differ).
+    pub fn current() -> Result<Self, NetNsError> {
+        Self::open("/proc/thread-self/ns/net")
+    }
+
+    /// The namespace of process `pid`.
+    pub fn from_pid(pid: u32) -> Result<Self, NetNsError> {
+        Self::open(format!("/proc/{pid}/ns/net"))
+    }
+
+    /// Identity of this namespace.
+    pub fn id(&self) -> NsId {
+        self.id
+    }
+
+    /// The path this handle was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Switches the calling thread into this namespace until the guard is dropped.
+    pub fn enter(&self) -> Result<NetNsGuard, NetNsError> {
+        let previous = Self::current()?;
+        if previous.id == self.id {
+            return Ok(NetNsGuard {
+                previous: None,
+                _not_send: PhantomData,
+            });
+        }
+        setns(self.file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|source| NetNsError::Enter {
+            path: self.path.clone(),
+            source,
+        })?;
+        Ok(NetNsGuard {
+            previous: Some(previous),
+            _not_send: PhantomData,
+        })
+    }
+
+    /// Runs `f` with the calling thread inside this namespace, restoring it afterwards.
+    pub fn run<T>(&self, f: impl FnOnce() -> T) -> Result<T, NetNsError> {
+        let _guard = self.enter()?;
+        Ok(f())
+    }
+
+    /// Creates a new namespace and pins it with a bind mount at `path` (like `ip netns add`).
+    ///
+    /// The work happens on a short-lived thread so the caller's namespace never changes.
+    pub fn create_at(path: impl AsRef<Path>) -> Result<Self, NetNsError> {
+        let path = path.as_ref().to_owned();
+        let err = |source: io::Error| NetNsError::Persist {
+            action: "create",
+            path: path.clone(),
+            source,
+        };
+        File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(err)?;
+        let target = path.clone();
+        let pinned = std::thread::spawn(move || -> io::Result<()> {
+            nix::sched::unshare(CloneFlags::CLONE_NEWNET)?;
+            nix::mount::mount(
+                Some("/proc/thread-self/ns/net"),
+                &target,
+                None::<&str>,
+                nix::mount::MsFlags::MS_BIND,
+                None::<&str>,
+            )?;
+            Ok(())
+        })
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("namespace creation thread panicked")));
+        if let Err(e) = pinned {
+            let _ = std::fs::remove_file(&path);
+            return Err(err(e));
+        }
+        Self::open(&path)
+    }
+
+    /// Unpins a namespace created with [`NetNs::create_at`] and removes the mount point.
+    ///
+    /// The namespace itself dies once no process or descriptor holds it.
+    pub fn remove_at(path: impl AsRef<Path>) -> Result<(), NetNsError> {
+        let path = path.as_ref();
+        let err = |source: io::Error| NetNsError::Persist {
+            action: "remove",
+            path: path.to_owned(),
+            source,
+        };
+        match nix::mount::umount2(path, nix::mount::MntFlags::MNT_DETACH) {
+            Ok(()) | Err(nix::Error::EINVAL) | Err(nix::Error::ENOENT) => {}
+            Err(e) => return Err(err(e.into())),
+        }
+        match std::fs::remove_file(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(err(e)),
+        }
+    }
+}
+
+impl AsFd for NetNs {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
+impl AsRawFd for NetNs {
+    fn as_raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+}
+
+/// Keeps the calling thread in a namespace; switches it back when dropped.
+#[must_use = "the thread leaves the namespace as soon as the guard is dropped"]
+pub struct NetNsGuard {
+    previous: Option<NetNs>,
+    /// Namespaces are per thread: the guard must not move to another one.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for NetNsGuard {
+    fn drop(&mut self) {
+        if let Some(previous) = &self.previous
+            && let Err(e) = setns(previous.file.as_fd(), CloneFlags::CLONE_NEWNET)
+        {
+            // A thread stranded in a pod's namespace would do host work there; stopping the
+            // process is the only safe answer.
+            eprintln!(
+                "fatal: cannot return to network namespace {}: {e}",
+                previous.path.display()
+            );
+            std::process::abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn require_root() {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test needs root (CAP_SYS_ADMIN) to create namespaces"
+        );
+    }
+
+    #[test]
+    fn missing_path_is_gone() {
+        let err = NetNs::open("/nonexistent/spinel/ns").unwrap_err();
+        assert!(err.is_gone(), "{err}");
+    }
+
+    #[test]
+    fn regular_file_is_not_a_namespace() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let err = NetNs::open(f.path()).unwrap_err();
+        assert!(matches!(err, NetNsError::NotANamespace { .. }), "{err}");
+        assert!(err.is_gone());
+    }
+
+    #[test]
+    fn enter_restores_thread_on_drop_and_on_panic() {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ns");
+        let ns = NetNs::create_at(&path).unwrap();
+        let host = NetNs::current().unwrap();
+        assert_ne!(ns.id(), host.id());
+        {
+            let _g = ns.enter().unwrap();
+            assert_eq!(NetNs::current().unwrap().id(), ns.id());
+        }
+        assert_eq!(NetNs::current().unwrap().id(), host.id());
+
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _g = ns.enter().unwrap();
+            panic!("boom");
+        }));
+        assert!(result.is_err());
+        assert_eq!(
+            NetNs::current().unwrap().id(),
+            host.id(),
+            "panic must not strand the thread"
+        );
+
+        let inside = ns.run(|| NetNs::current().unwrap().id()).unwrap();
+        assert_eq!(inside, ns.id());
+        drop(ns);
+        NetNs::remove_at(&path).unwrap();
+        assert!(!path.exists());
+        assert!(NetNs::open(&path).unwrap_err().is_gone());
+    }
+
+    #[test]
+    fn from_pid_matches_current_for_main_thread_namespace() {
+        let me = NetNs::from_pid(std::process::id()).unwrap();
+        let cur = NetNs::current().unwrap();
+        assert_eq!(me.id(), cur.id());
+    }
+}

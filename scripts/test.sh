@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite, as run by CI: installs what it needs, then lints and tests every tier.
+# Usage (as root on Debian 12): ./scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[ "$(id -u)" = 0 ] || { echo "test.sh: run as root (the netns and kernel tiers need it)" >&2; exit 1; }
+./scripts/install-deps.sh test
+
+export CARGO_TERM_COLOR=never
+echo "== rustfmt"
+cargo fmt --all -- --check
+echo "== clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== unit and netns tests"
+cargo test --workspace --locked
