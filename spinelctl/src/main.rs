@@ -1,0 +1,41 @@
+//! `spinelctl`: Spinel's operator CLI.
+//!
+//! Each command group lives in its own module with its own argument types.
+
+mod lldp;
+mod topo;
+
+use clap::{Parser, Subcommand};
+
+/// Spinel's operator CLI.
+#[derive(Parser)]
+#[command(name = "spinelctl", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// LLDP: listen for neighbours, emulate a switch.
+    #[command(subcommand)]
+    Lldp(lldp::Command),
+    /// Fabric topology: infer tiers, rails and miswiring from neighbour tables.
+    #[command(subcommand)]
+    Topo(topo::Command),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Lldp(cmd) => lldp::run(cmd),
+        Command::Topo(cmd) => topo::run(cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("spinelctl: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! [`Sandbox`]: uniquely named namespaces and processes, cleaned up on drop and after crashes.
+
+use std::fs;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use hostnet::netns::NetNs;
+
+/// Where sandboxes live: one directory per sandbox, on tmpfs-like `/run`.
+pub const SANDBOX_ROOT: &str = "/run/spinel-test";
+
+static SEQUENCE: AtomicU32 = AtomicU32::new(0);
+
+/// A private world of namespaces and processes for one test.
+pub struct Sandbox {
+    dir: PathBuf,
+    children: Vec<Child>,
+}
+
+impl Sandbox {
+    /// Creates a sandbox named after the test; sweeps leftovers of dead test runs first.
+    pub fn new(test: &str) -> Self {
+        crate::require_root();
+        sweep_leftovers();
+        let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        let slug: String = test
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .take(40)
+            .collect();
+        let dir = Path::new(SANDBOX_ROOT).join(format!("{slug}.{}.{seq}", std::process::id()));
+        // Build the directory under a hidden name and rename it into place, so a concurrent
+        // sweep never sees a sandbox without its owner record.
+        let staging =
+            Path::new(SANDBOX_ROOT).join(format!(".staging.{}.{seq}", std::process::id()));
+        fs::create_dir_all(staging.join("ns")).expect("create sandbox directory");
+        fs::write(
+            staging.join("owner"),
+            process_identity(std::process::id()).unwrap_or_default(),
+        )
+        .expect("write sandbox owner");
+        fs::rename(&staging, &dir).expect("publish sandbox directory");
+        Self {
+            dir,
+            children: Vec::new(),
+        }
+    }
+
+    /// The sandbox's scratch directory (state dirs, configs, logs go here).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Path of the namespace called `name` (whether or not it exists yet).
+    pub fn netns_path(&self, name: &str) -> PathBuf {
+        self.dir.join("ns").join(name)
+    }
+
+    /// Creates the namespace `name` with its loopback up, and returns its path.
+    pub fn netns(&self, name: &str) -> PathBuf {
+        let path = self.netns_path(name);
+        NetNs::create_at(&path).unwrap_or_else(|e| panic!("create netns {name}: {e}"));
+        self.run_in(name, "ip", &["link", "set", "lo", "up"]);
+        path
+    }
+
+    /// Deletes the namespace `name` (its virtual links die with it).
+    pub fn delete_netns(&self, name: &str) {
+        NetNs::remove_at(self.netns_path(name))
+            .unwrap_or_else(|e| panic!("delete netns {name}: {e}"));
+    }
+
+    /// A command that will run inside namespace `ns`.
+    pub fn command_in(&self, ns: &str, program: &str) -> Command {
+        let netns =
+            NetNs::open(self.netns_path(ns)).unwrap_or_else(|e| panic!("open netns {ns}: {e}"));
+        let mut cmd = Command::new(program);
+        let fd = netns.as_raw_fd();
+        // The namespace handle must outlive the fork; leak it into the command's closure.
+        let keep = std::sync::Arc::new(netns);
+        #[allow(unsafe_code)]
+        // SAFETY: the closure runs between fork and exec and only calls setns(2), which is
+        // async-signal-safe; the fd stays open because `keep` is owned by the closure.
+        unsafe {
+            cmd.pre_exec(move || {
+                let _hold = &keep;
+                if libc_setns(fd) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd
+    }
+
+    /// Runs `program args` inside `ns` and panics with its output unless it succeeds.
+    pub fn run_in(&self, ns: &str, program: &str, args: &[&str]) -> String {
+        let out = self.output_in(ns, program, args);
+        assert!(
+            out.status.success(),
+            "`{program} {}` in netns {ns} failed: {}\nstdout: {}\nstderr: {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs `program args` inside `ns` and returns its output whatever the exit status.
+    pub fn output_in(&self, ns: &str, program: &str, args: &[&str]) -> Output {
+        self.command_in(ns, program)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("spawn {program}: {e}"))
+    }
+
+    /// Starts a long-running process that the sandbox kills on drop (and a sweep kills after
+    /// a crash).
+    pub fn spawn(&mut self, mut cmd: Command) -> u32 {
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+        let pid = child.id();
+        let mut pids = fs::read_to_string(self.dir.join("pids")).unwrap_or_default();
+        pids.push_str(&format!("{pid}\n"));
+        fs::write(self.dir.join("pids"), pids).expect("record child pid");
+        self.children.push(child);
+        pid
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        clean_dir(&self.dir);
+    }
+}
+
+fn libc_setns(fd: i32) -> i32 {
+    // nix's setns needs a BorrowedFd, which cannot be built safely from a raw fd after fork.
+    #[allow(unsafe_code)]
+    // SAFETY: plain syscall wrapper; `fd` is an open namespace descriptor owned by the caller.
+    unsafe {
+        nix::libc::setns(fd, nix::libc::CLONE_NEWNET)
+    }
+}
+
+/// Removes sandboxes whose owning test process is gone.
+fn sweep_leftovers() {
+    let Ok(entries) = fs::read_dir(SANDBOX_ROOT) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        if entry.file_name().to_string_lossy().starts_with(".staging.") {
+            continue;
+        }
+        let owner = fs::read_to_string(dir.join("owner")).unwrap_or_default();
+        let alive = owner
+            .split_whitespace()
+            .next()
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .and_then(process_identity)
+            .is_some_and(|now| now == owner);
+        if !alive {
+            if let Ok(pids) = fs::read_to_string(dir.join("pids")) {
+                for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+            }
+            clean_dir(&dir);
+        }
+    }
+}
+
+/// "pid start-time": identifies a process even after its pid is reused.
+fn process_identity(pid: u32) -> Option<String> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22 (start time) counted after the parenthesised command name, which may hold spaces.
+    let after_comm = &stat[stat.rfind(')')? + 2..];
+    let start = after_comm.split_whitespace().nth(19)?;
+    Some(format!("{pid} {start}"))
+}
+
+fn clean_dir(dir: &Path) {
+    if let Ok(entries) = fs::read_dir(dir.join("ns")) {
+        for entry in entries.flatten() {
+            let _ = NetNs::remove_at(entry.path());
+        }
+    }
+    let _ = fs::remove_dir_all(dir);
+}

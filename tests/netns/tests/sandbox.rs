@@ -1,0 +1,42 @@
+//! The harness itself: namespaces are private, commands run inside them, cleanup is complete.
+
+use spinel_netns_tests::Sandbox;
+
+#[test]
+fn namespaces_are_isolated_and_removed_on_drop() {
+    let dir;
+    {
+        let sb = Sandbox::new("namespaces_are_isolated");
+        sb.netns("a");
+        sb.netns("b");
+        sb.run_in(
+            "a",
+            "ip",
+            &["link", "add", "x0", "type", "veth", "peer", "name", "x1"],
+        );
+        let in_a = sb.run_in("a", "ip", &["-br", "link"]);
+        let in_b = sb.run_in("b", "ip", &["-br", "link"]);
+        assert!(in_a.contains("x0@x1"), "{in_a}");
+        assert!(
+            !in_b.contains("x0"),
+            "namespace b must not see a's links: {in_b}"
+        );
+        dir = sb.dir().to_owned();
+        assert!(dir.join("ns/a").exists());
+    }
+    assert!(!dir.exists(), "sandbox directory must be removed on drop");
+}
+
+#[test]
+fn leftovers_of_a_dead_run_are_swept() {
+    // Fake a sandbox whose owner died: no live process has this pid and start time.
+    let stale = std::path::Path::new(spinel_netns_tests::sandbox::SANDBOX_ROOT).join("stale.0.0");
+    std::fs::create_dir_all(stale.join("ns")).unwrap();
+    std::fs::write(stale.join("owner"), "999999999 1").unwrap();
+    hostnet::netns::NetNs::create_at(stale.join("ns/leak")).unwrap();
+    let _sb = Sandbox::new("leftovers_are_swept");
+    assert!(
+        !stale.exists(),
+        "a sandbox whose owner is dead must be swept"
+    );
+}
