@@ -5,4 +5,8 @@
 //! to one namespace ([`netlink::RouteSocket`]), namespaced sysctls ([`sysctl`]) and the SR-IOV
 //! model read from sysfs ([`sriov`]).
 
+pub mod mac;
+pub mod netlink;
 pub mod netns;
+pub mod sriov;
+pub mod sysctl;
