@@ -2,7 +2,7 @@
 # Installs the Debian packages Spinel's demo ("demo") or test suite ("test") needs, skipping
 # what is already there, so the README's quick start works on a fresh Debian 12 machine.
 set -euo pipefail
-want=(iproute2 containernetworking-plugins)
+want=(iproute2 iputils-ping containernetworking-plugins)
 if [ "${1:-demo}" = test ]; then
   want+=(lldpd tcpdump arping strace hyperfine qemu-system-x86 linux-image-amd64 busybox-static
          cpio rdma-core)

@@ -8,8 +8,11 @@
 // A test harness fails loudly: panicking on setup errors is its contract.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+pub mod cni;
+pub mod node;
 pub mod sandbox;
 
+pub use node::SimNode;
 pub use sandbox::Sandbox;
 
 /// Fails the test loudly unless it runs as root: this tier needs real namespaces.

@@ -1,0 +1,71 @@
+//! STATUS: can this plugin add an attachment right now? Code 50 with the reason if not.
+
+use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
+
+use crate::config::Config;
+use crate::ipam::{Ipam, Target};
+use crate::node::Node;
+use crate::settings::Settings;
+use crate::spec::env::Invocation;
+use crate::spec::{CniError, ErrorCode};
+
+fn unavailable(msg: impl Into<String>) -> CniError {
+    CniError::new(ErrorCode::NotAvailable, msg)
+}
+
+/// Runs STATUS.
+pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), CniError> {
+    let state_dir = settings.state_dir.clone();
+    let node = Node::open(settings)
+        .map_err(|e| unavailable(format!("not ready: {}", e.msg)).with_detail(e.details))?;
+
+    // The journal must be writable, or ADD cannot record what it changes.
+    let probe = state_dir.join(format!(".status.{}", std::process::id()));
+    fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&probe)
+        .map_err(|e| {
+            unavailable(format!(
+                "state directory {} is not writable: {e}",
+                state_dir.display()
+            ))
+        })?;
+    let _ = fs::remove_file(&probe);
+
+    let devices = node.sysfs.root().join("bus/pci/devices");
+    if !devices.is_dir() {
+        return Err(unavailable(format!(
+            "sysfs has no PCI devices at {}",
+            devices.display()
+        )));
+    }
+    if let Some(pf) = &config.conf.pf_name {
+        let pf = node
+            .sysfs
+            .pf(pf)
+            .map_err(|e| unavailable(format!("PF unavailable: {e}")))?;
+        if pf.num_vfs == 0 {
+            return Err(unavailable(format!(
+                "PF {} has SR-IOV disabled (sriov_numvfs is 0)",
+                pf.name
+            )));
+        }
+    }
+    if let Some(kind) = config.conf.ipam_type() {
+        let ipam = Ipam::find(kind, &inv.path, node.journal.dir())
+            .map_err(|e| unavailable(format!("IPAM not ready: {}", e.msg)))?;
+        let target = Target {
+            container_id: "",
+            ifname: "",
+            netns: None,
+            cni_args: None,
+        };
+        ipam.forward_if_supported("STATUS", &config.raw, &target)
+            .map_err(|e| unavailable(format!("IPAM not ready: {}", e.msg)))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,457 @@
+//! The network configuration (`NetConf`): parsed strictly and validated before anything
+//! changes. Unknown or malformed fields are refused with code 7 and the field's name.
+
+use std::collections::BTreeMap;
+
+use hostnet::mac::MacAddr;
+use hostnet::sriov::{PciAddress, is_valid_ifname};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::spec::{CniError, ErrorCode, Version};
+
+/// Largest configuration accepted on stdin.
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+
+/// The `spinel` network configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NetConf {
+    /// Spec version of this configuration.
+    pub cni_version: Version,
+    /// Network name (unique per node).
+    pub name: String,
+    /// Always `spinel`.
+    #[serde(rename = "type")]
+    pub plugin_type: String,
+    /// VF PCI address (set by Multus from the device plugin's allocation).
+    #[serde(rename = "deviceID", default)]
+    pub device_id: Option<String>,
+    /// Same as `deviceID`; Multus injects both.
+    #[serde(rename = "pciBusID", default)]
+    pub pci_bus_id: Option<String>,
+    /// PF netdev, with `vfIndex`: an alternative to `deviceID` for static setups.
+    #[serde(default)]
+    pub pf_name: Option<String>,
+    /// VF index on `pfName`.
+    #[serde(default)]
+    pub vf_index: Option<u32>,
+    /// MTU for the pod interface; must not exceed the PF's.
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    /// MAC for the pod interface.
+    #[serde(default)]
+    pub mac: Option<String>,
+    /// IPAM delegate configuration, passed to the plugin named by `ipam.type`.
+    #[serde(default)]
+    pub ipam: Option<Value>,
+    /// DNS settings, copied into the result.
+    #[serde(default)]
+    pub dns: Option<Value>,
+    /// Capabilities the runtime may fill into `runtimeConfig`.
+    #[serde(default)]
+    pub capabilities: Option<BTreeMap<String, bool>>,
+    /// Capability arguments from the runtime.
+    #[serde(default)]
+    pub runtime_config: Option<RuntimeConfig>,
+    /// Per-attachment arguments (`args.cni`).
+    #[serde(default)]
+    pub args: Option<Args>,
+    /// Result of the previous plugin in a chain.
+    #[serde(default)]
+    pub prev_result: Option<Value>,
+    /// Log level for this network: `error`, `warn`, `info` or `debug`.
+    #[serde(default)]
+    pub log_level: Option<LogLevel>,
+    /// GC: the attachments that must be kept.
+    #[serde(rename = "cni.dev/valid-attachments", default)]
+    pub valid_attachments: Option<Vec<AttachmentRef>>,
+}
+
+/// `runtimeConfig` keys this plugin accepts (the capabilities it can declare).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeConfig {
+    /// Capability `deviceID`.
+    #[serde(rename = "deviceID", default)]
+    pub device_id: Option<String>,
+    /// Capability `mac`.
+    #[serde(default)]
+    pub mac: Option<String>,
+    /// Capability `ips`, for the IPAM plugin.
+    #[serde(default)]
+    pub ips: Option<Value>,
+    /// Capability `CNIDeviceInfoFile`: the device-info file Multus wrote for this attachment.
+    #[serde(rename = "CNIDeviceInfoFile", default)]
+    pub device_info_file: Option<String>,
+}
+
+/// `args` in the configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// `args.cni`.
+    #[serde(default)]
+    pub cni: Option<CniArgsSection>,
+}
+
+/// `args.cni` keys this plugin accepts.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CniArgsSection {
+    /// VF PCI address.
+    #[serde(rename = "deviceID", default)]
+    pub device_id: Option<String>,
+    /// MAC for the pod interface.
+    #[serde(default)]
+    pub mac: Option<String>,
+    /// Static addresses, for the IPAM plugin.
+    #[serde(default)]
+    pub ips: Option<Value>,
+}
+
+/// One `cni.dev/valid-attachments` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentRef {
+    /// Container ID.
+    #[serde(rename = "containerID")]
+    pub container_id: String,
+    /// Interface name.
+    pub ifname: String,
+}
+
+/// Log verbosity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warn,
+    /// Progress of each attachment.
+    Info,
+    /// Every kernel operation.
+    Debug,
+}
+
+/// A configuration as read from stdin: the typed view and the original JSON (which is what the
+/// IPAM delegate and the journal get).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Typed, validated view.
+    pub conf: NetConf,
+    /// The JSON exactly as received.
+    pub raw: Value,
+}
+
+fn invalid(msg: impl Into<String>) -> CniError {
+    CniError::new(ErrorCode::InvalidConfig, msg)
+}
+
+/// True for a name that may be used as a plugin file name on `CNI_PATH`.
+pub fn is_valid_plugin_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+impl Config {
+    /// Parses and validates stdin. Codes: 6 for JSON that does not decode, 1 for an
+    /// unsupported version, 7 for everything else.
+    pub fn parse(bytes: &[u8]) -> Result<Self, CniError> {
+        if bytes.len() > MAX_CONFIG_BYTES {
+            return Err(invalid(format!(
+                "network configuration is larger than {MAX_CONFIG_BYTES} bytes"
+            )));
+        }
+        let raw: Value = serde_json::from_slice(bytes).map_err(|e| {
+            CniError::new(
+                ErrorCode::Decode,
+                format!("network configuration is not valid JSON: {e}"),
+            )
+        })?;
+        if !raw.is_object() {
+            return Err(CniError::new(
+                ErrorCode::Decode,
+                "network configuration must be a JSON object",
+            ));
+        }
+        match raw.get("cniVersion") {
+            Some(Value::String(v)) if Version::parse(v).is_none() => {
+                return Err(CniError::new(
+                    ErrorCode::IncompatibleVersion,
+                    format!("cniVersion {v:?} is not supported (supported: 0.4.0, 1.0.0, 1.1.0)"),
+                ));
+            }
+            None => return Err(invalid("cniVersion: missing")),
+            _ => {}
+        }
+        let conf = NetConf::deserialize(&raw)
+            .map_err(|e| invalid(format!("network configuration: {e}")))?;
+        conf.validate()?;
+        Ok(Self { conf, raw })
+    }
+
+    /// The version to answer in.
+    pub fn version(&self) -> Version {
+        self.conf.cni_version
+    }
+}
+
+impl NetConf {
+    fn validate(&self) -> Result<(), CniError> {
+        if self.plugin_type != "spinel" {
+            return Err(invalid(format!(
+                "type: expected \"spinel\", found {:?}",
+                self.plugin_type
+            )));
+        }
+        let mut chars = self.name.chars();
+        let name_ok = self.name.len() <= 253
+            && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !name_ok {
+            return Err(invalid(format!(
+                "name: {:?} is not a valid network name (alphanumeric first, then alphanumerics, '_', '-', '.')",
+                self.name.chars().take(64).collect::<String>()
+            )));
+        }
+        for (field, value) in [
+            ("deviceID", &self.device_id),
+            ("pciBusID", &self.pci_bus_id),
+            (
+                "runtimeConfig.deviceID",
+                &self
+                    .runtime_config
+                    .as_ref()
+                    .and_then(|r| r.device_id.clone()),
+            ),
+            (
+                "args.cni.deviceID",
+                &self.args_cni().and_then(|a| a.device_id.clone()),
+            ),
+        ] {
+            if let Some(v) = value {
+                v.parse::<PciAddress>()
+                    .map_err(|e| invalid(format!("{field}: {e}")))?;
+            }
+        }
+        match (&self.pf_name, self.vf_index) {
+            (Some(pf), Some(_)) if !is_valid_ifname(pf) => {
+                return Err(invalid(format!(
+                    "pfName: {pf:?} is not a valid interface name"
+                )));
+            }
+            (Some(_), None) => return Err(invalid("vfIndex: required with pfName")),
+            (None, Some(_)) => return Err(invalid("pfName: required with vfIndex")),
+            _ => {}
+        }
+        if let Some(i) = self.vf_index
+            && i > 4095
+        {
+            return Err(invalid(format!("vfIndex: {i} is out of range (0-4095)")));
+        }
+        if let Some(mtu) = self.mtu
+            && !(68..=65535).contains(&mtu)
+        {
+            return Err(invalid(format!("mtu: {mtu} is out of range (68-65535)")));
+        }
+        for (field, value) in [
+            ("mac", self.mac.as_deref()),
+            (
+                "runtimeConfig.mac",
+                self.runtime_config.as_ref().and_then(|r| r.mac.as_deref()),
+            ),
+            (
+                "args.cni.mac",
+                self.args_cni().and_then(|a| a.mac.as_deref()),
+            ),
+        ] {
+            if let Some(v) = value {
+                let mac: MacAddr = v.parse().map_err(|e| invalid(format!("{field}: {e}")))?;
+                if !mac.is_valid_unicast() {
+                    return Err(invalid(format!("{field}: {mac} is not a unicast address")));
+                }
+            }
+        }
+        if let Some(ipam) = &self.ipam {
+            let kind = ipam.get("type").and_then(Value::as_str);
+            match kind {
+                Some(k) if is_valid_plugin_name(k) => {}
+                Some(k) => {
+                    return Err(invalid(format!(
+                        "ipam.type: {:?} is not a plugin name",
+                        k.chars().take(64).collect::<String>()
+                    )));
+                }
+                None => {
+                    return Err(invalid(
+                        "ipam.type: missing (an object with a \"type\" is required)",
+                    ));
+                }
+            }
+        }
+        if let Some(valid) = &self.valid_attachments {
+            for a in valid {
+                if !crate::spec::env::is_valid_container_id(&a.container_id)
+                    || !is_valid_ifname(&a.ifname)
+                {
+                    return Err(invalid(format!(
+                        "cni.dev/valid-attachments: invalid entry {:?}/{:?}",
+                        a.container_id.chars().take(80).collect::<String>(),
+                        a.ifname.chars().take(32).collect::<String>()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `args.cni`, when present.
+    pub fn args_cni(&self) -> Option<&CniArgsSection> {
+        self.args.as_ref().and_then(|a| a.cni.as_ref())
+    }
+
+    /// The IPAM plugin's name, when IPAM is configured.
+    pub fn ipam_type(&self) -> Option<&str> {
+        self.ipam
+            .as_ref()
+            .and_then(|i| i.get("type"))
+            .and_then(Value::as_str)
+    }
+
+    /// The MAC to set: `runtimeConfig.mac` over `args.cni.mac` over `CNI_ARGS` `MAC` over
+    /// `mac` (the CNI conventions' precedence).
+    pub fn requested_mac(&self, cni_args_mac: Option<&str>) -> Result<Option<MacAddr>, CniError> {
+        let from_args = self.args_cni().and_then(|a| a.mac.as_deref());
+        let chosen = self
+            .runtime_config
+            .as_ref()
+            .and_then(|r| r.mac.as_deref())
+            .or(from_args)
+            .or(if self.args.is_some() {
+                None
+            } else {
+                cni_args_mac
+            })
+            .or(self.mac.as_deref());
+        match chosen {
+            Some(text) => {
+                let mac: MacAddr = text.parse().map_err(|e| invalid(format!("MAC: {e}")))?;
+                if !mac.is_valid_unicast() {
+                    return Err(invalid(format!("MAC: {mac} is not a unicast address")));
+                }
+                Ok(Some(mac))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Config, CniError> {
+        Config::parse(s.as_bytes())
+    }
+
+    #[test]
+    fn minimal_and_full() {
+        let c = parse(r#"{"cniVersion":"1.0.0","name":"rail0","type":"spinel","deviceID":"0000:3b:00.2","ipam":{"type":"host-local","subnet":"10.56.0.0/24"}}"#).unwrap();
+        assert_eq!(c.conf.ipam_type(), Some("host-local"));
+        let c = parse(r#"{"cniVersion":"1.1.0","name":"rail0","type":"spinel","pfName":"ens1f0","vfIndex":3,"mtu":9000,"mac":"02:00:00:00:00:01","capabilities":{"deviceID":true},"runtimeConfig":{"deviceID":"3b:00.2","mac":"02:00:00:00:00:02"},"args":{"cni":{"mac":"02:00:00:00:00:03"}},"logLevel":"debug"}"#).unwrap();
+        assert_eq!(
+            c.conf
+                .requested_mac(Some("02:00:00:00:00:04"))
+                .unwrap()
+                .unwrap()
+                .to_string(),
+            "02:00:00:00:00:02"
+        );
+    }
+
+    #[test]
+    fn codes_and_field_names() {
+        let cases = [
+            ("{", ErrorCode::Decode, "JSON"),
+            ("[1]", ErrorCode::Decode, "object"),
+            (
+                r#"{"cniVersion":"0.3.1","name":"n","type":"spinel"}"#,
+                ErrorCode::IncompatibleVersion,
+                "0.3.1",
+            ),
+            (
+                r#"{"name":"n","type":"spinel"}"#,
+                ErrorCode::InvalidConfig,
+                "cniVersion",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","vlann":3}"#,
+                ErrorCode::InvalidConfig,
+                "vlann",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"n","type":"sriov"}"#,
+                ErrorCode::InvalidConfig,
+                "type",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"../x","type":"spinel"}"#,
+                ErrorCode::InvalidConfig,
+                "name",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","deviceID":"../../etc"}"#,
+                ErrorCode::InvalidConfig,
+                "deviceID",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","mtu":70000}"#,
+                ErrorCode::InvalidConfig,
+                "mtu",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","mtu":"9000"}"#,
+                ErrorCode::InvalidConfig,
+                "invalid type",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","mac":"01:00:5e:00:00:01"}"#,
+                ErrorCode::InvalidConfig,
+                "mac",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","pfName":"ens1f0"}"#,
+                ErrorCode::InvalidConfig,
+                "vfIndex",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","ipam":{"type":"../../bin/sh"}}"#,
+                ErrorCode::InvalidConfig,
+                "ipam.type",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","runtimeConfig":{"sysfsRoot":"/tmp"}}"#,
+                ErrorCode::InvalidConfig,
+                "sysfsRoot",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","stateDir":"/tmp"}"#,
+                ErrorCode::InvalidConfig,
+                "stateDir",
+            ),
+        ];
+        for (input, code, needle) in cases {
+            let err = parse(input).unwrap_err();
+            assert_eq!(err.code, code, "{input}: {err}");
+            assert!(
+                err.msg.contains(needle),
+                "{input}: {} does not mention {needle}",
+                err.msg
+            );
+        }
+    }
+}

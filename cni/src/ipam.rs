@@ -1,0 +1,279 @@
+//! Delegation to an IPAM plugin (host-local, static, whereabouts, ...) found on `CNI_PATH`.
+//!
+//! The delegate gets the complete network configuration on stdin, as the spec requires. When
+//! it does not speak the configuration's version (Debian's plugins stop at 1.0.0), the newest
+//! version both sides speak is used instead; the delegate's `VERSION` answer is cached per
+//! binary (path, inode, size, mtime) in the state directory, so the extra exec happens once.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::journal::{read_json, write_json};
+use crate::spec::result::CniResult;
+use crate::spec::version::negotiate;
+use crate::spec::{CniError, ErrorCode, Version};
+
+/// Which attachment a delegated call is about (not always the invocation's: GC and self-healing
+/// release addresses of other attachments).
+#[derive(Debug, Clone)]
+pub struct Target<'a> {
+    /// `CNI_CONTAINERID` for the delegate.
+    pub container_id: &'a str,
+    /// `CNI_IFNAME` for the delegate.
+    pub ifname: &'a str,
+    /// `CNI_NETNS` for the delegate.
+    pub netns: Option<&'a Path>,
+    /// `CNI_ARGS` for the delegate (passed through verbatim).
+    pub cni_args: Option<&'a str>,
+}
+
+/// An IPAM plugin binary and the versions it speaks.
+#[derive(Debug, Clone)]
+pub struct Ipam {
+    kind: String,
+    binary: PathBuf,
+    cni_path: Vec<PathBuf>,
+    versions: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct VersionCache {
+    schema: u32,
+    binary: PathBuf,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    versions: Vec<String>,
+}
+
+fn failed(kind: &str, what: impl std::fmt::Display) -> CniError {
+    CniError::new(ErrorCode::Ipam, format!("IPAM plugin {kind}: {what}"))
+}
+
+impl Ipam {
+    /// Finds the plugin `kind` on `cni_path` and learns its versions (cached in `state_dir`).
+    pub fn find(kind: &str, cni_path: &[PathBuf], state_dir: &Path) -> Result<Self, CniError> {
+        let binary = cni_path
+            .iter()
+            .map(|dir| dir.join(kind))
+            .find(|p| fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0))
+            .ok_or_else(|| {
+                failed(
+                    kind,
+                    format!("not found on CNI_PATH ({})", join_paths(cni_path)),
+                )
+                .with_detail("install it next to spinel or fix ipam.type")
+            })?;
+        let mut ipam = Self {
+            kind: kind.to_owned(),
+            binary,
+            cni_path: cni_path.to_vec(),
+            versions: Vec::new(),
+        };
+        ipam.versions = ipam.cached_versions(state_dir)?;
+        Ok(ipam)
+    }
+
+    /// True if the plugin speaks `version` (STATUS and GC exist only from 1.1.0).
+    pub fn speaks(&self, version: Version) -> bool {
+        self.versions.iter().any(|v| v == version.as_str())
+    }
+
+    fn cached_versions(&self, state_dir: &Path) -> Result<Vec<String>, CniError> {
+        let meta = fs::metadata(&self.binary).map_err(|e| failed(&self.kind, e))?;
+        let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+        let cache_path = state_dir
+            .join("delegates")
+            .join(format!("{}.json", self.kind));
+        if let Ok(Some(c)) = read_json::<VersionCache>(&cache_path)
+            && c.binary == self.binary
+            && c.ino == meta.ino()
+            && c.size == meta.size()
+            && c.mtime_ns == mtime_ns
+        {
+            return Ok(c.versions);
+        }
+        let target = Target {
+            container_id: "",
+            ifname: "",
+            netns: None,
+            cni_args: None,
+        };
+        let answer = self
+            .exec(
+                "VERSION",
+                &serde_json::json!({"cniVersion": Version::CURRENT.as_str()}),
+                &target,
+            )?
+            .ok_or_else(|| failed(&self.kind, "VERSION printed nothing"))?;
+        let versions: Vec<String> = answer
+            .get("supportedVersions")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .ok_or_else(|| failed(&self.kind, "VERSION answer has no supportedVersions"))?;
+        let _ = fs::create_dir_all(cache_path.parent().unwrap_or(state_dir));
+        let cache = VersionCache {
+            schema: crate::journal::SCHEMA,
+            binary: self.binary.clone(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime_ns,
+            versions: versions.clone(),
+        };
+        // A failed cache write costs one more VERSION call next time, nothing else.
+        let _ = write_json(&cache_path, &cache);
+        Ok(versions)
+    }
+
+    /// The configuration to hand the delegate: ours, with `cniVersion` lowered if it must be.
+    fn config_for(&self, config: &Value, ours: Version) -> Result<(Value, Version), CniError> {
+        let version = negotiate(ours, &self.versions).ok_or_else(|| {
+            CniError::new(
+                ErrorCode::IncompatibleVersion,
+                format!(
+                    "IPAM plugin {} speaks {:?}; none of them is {ours} or older and supported by spinel",
+                    self.kind, self.versions
+                ),
+            )
+        })?;
+        let mut config = config.clone();
+        if version != ours
+            && let Some(obj) = config.as_object_mut()
+        {
+            obj.insert("cniVersion".into(), Value::String(version.as_str().into()));
+            // A prevResult in a newer format could confuse an older delegate; IPAM plugins do
+            // not use it.
+            obj.remove("prevResult");
+        }
+        Ok((config, version))
+    }
+
+    /// ADD: allocates addresses.
+    pub fn add(
+        &self,
+        config: &Value,
+        ours: Version,
+        target: &Target<'_>,
+    ) -> Result<CniResult, CniError> {
+        let (config, _) = self.config_for(config, ours)?;
+        let answer = self
+            .exec("ADD", &config, target)?
+            .ok_or_else(|| failed(&self.kind, "ADD printed no result"))?;
+        CniResult::from_json(&answer)
+            .map_err(|e| failed(&self.kind, format!("ADD result does not decode: {e}")))
+    }
+
+    /// DEL: releases addresses (idempotent in every IPAM plugin).
+    pub fn del(&self, config: &Value, ours: Version, target: &Target<'_>) -> Result<(), CniError> {
+        let (config, _) = self.config_for(config, ours)?;
+        self.exec("DEL", &config, target).map(drop)
+    }
+
+    /// CHECK: verifies the allocation.
+    pub fn check(
+        &self,
+        config: &Value,
+        ours: Version,
+        target: &Target<'_>,
+    ) -> Result<(), CniError> {
+        let (config, _) = self.config_for(config, ours)?;
+        self.exec("CHECK", &config, target).map(drop)
+    }
+
+    /// STATUS or GC, forwarded only when the plugin speaks 1.1.0 (older ones do not have them).
+    pub fn forward_if_supported(
+        &self,
+        command: &str,
+        config: &Value,
+        target: &Target<'_>,
+    ) -> Result<bool, CniError> {
+        if !self.speaks(Version::V1_1_0) {
+            return Ok(false);
+        }
+        self.exec(command, config, target).map(|_| true)
+    }
+
+    fn exec(
+        &self,
+        command: &str,
+        config: &Value,
+        target: &Target<'_>,
+    ) -> Result<Option<Value>, CniError> {
+        let stdin = serde_json::to_vec(config).map_err(|e| failed(&self.kind, e))?;
+        let mut cmd = Command::new(&self.binary);
+        cmd.env("CNI_COMMAND", command)
+            .env("CNI_CONTAINERID", target.container_id)
+            .env("CNI_IFNAME", target.ifname)
+            .env(
+                "CNI_NETNS",
+                target
+                    .netns
+                    .map(|p| p.as_os_str().to_owned())
+                    .unwrap_or_default(),
+            )
+            .env("CNI_PATH", join_paths(&self.cni_path))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        match target.cni_args {
+            Some(args) => cmd.env("CNI_ARGS", args),
+            None => cmd.env_remove("CNI_ARGS"),
+        };
+        let mut child = cmd.spawn().map_err(|e| {
+            failed(
+                &self.kind,
+                format!("cannot run {}: {e}", self.binary.display()),
+            )
+        })?;
+        if let Some(mut pipe) = child.stdin.take() {
+            // A delegate that exits without reading stdin closes the pipe; its exit status
+            // and output say why.
+            let _ = pipe.write_all(&stdin);
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| failed(&self.kind, e))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !stderr.trim().is_empty() {
+            tracing::debug!(plugin = %self.kind, command, stderr = %stderr.trim(), "delegate stderr");
+        }
+        let answer: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+        if out.status.success() {
+            return Ok(answer);
+        }
+        // Delegates report errors as CNI error JSON on stdout.
+        let code = answer
+            .as_ref()
+            .and_then(|a| a.get("code"))
+            .and_then(Value::as_u64);
+        let msg = answer
+            .as_ref()
+            .and_then(|a| a.get("msg"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("exited with {}; stderr: {}", out.status, stderr.trim()));
+        let code = if code == Some(11) {
+            ErrorCode::TryAgainLater
+        } else {
+            ErrorCode::Ipam
+        };
+        Err(CniError::new(
+            code,
+            format!("IPAM plugin {} {command} failed: {msg}", self.kind),
+        ))
+    }
+}
+
+fn join_paths(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":")
+}

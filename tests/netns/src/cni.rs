@@ -1,0 +1,178 @@
+//! Driving CNI plugins the way a runtime (libcni, Multus) does: environment plus stdin, one
+//! process per call, results passed down a chain as `prevResult`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// One plugin call's outcome.
+#[derive(Debug, Clone)]
+pub struct CniOutput {
+    /// Exit status code.
+    pub status: i32,
+    /// stdout parsed as JSON (the result or the CNI error), `Null` when empty.
+    pub json: Value,
+    /// stdout as text.
+    pub stdout: String,
+    /// stderr as text.
+    pub stderr: String,
+}
+
+impl CniOutput {
+    /// True on exit status 0.
+    pub fn ok(&self) -> bool {
+        self.status == 0
+    }
+
+    /// The CNI error code, when the call failed with one.
+    pub fn code(&self) -> Option<u64> {
+        self.json.get("code").and_then(Value::as_u64)
+    }
+
+    /// Panics with the whole output unless the call succeeded.
+    #[track_caller]
+    pub fn expect_ok(&self, what: &str) -> &Value {
+        assert!(
+            self.ok(),
+            "{what} failed ({}): {}\nstderr: {}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        &self.json
+    }
+
+    /// Panics unless the call failed with `code`.
+    #[track_caller]
+    pub fn expect_code(&self, code: u64, what: &str) -> &str {
+        assert!(
+            !self.ok(),
+            "{what}: expected error {code}, got success: {}",
+            self.stdout
+        );
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "{what}: wrong code: {}\nstderr: {}",
+            self.stdout,
+            self.stderr
+        );
+        self.json
+            .get("msg")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+}
+
+/// The environment of one call.
+#[derive(Debug, Clone, Default)]
+pub struct CniCall {
+    /// `CNI_COMMAND`.
+    pub command: String,
+    /// `CNI_CONTAINERID`.
+    pub container_id: String,
+    /// `CNI_NETNS`.
+    pub netns: Option<PathBuf>,
+    /// `CNI_IFNAME`.
+    pub ifname: String,
+    /// `CNI_ARGS`.
+    pub args: Option<String>,
+}
+
+impl CniCall {
+    /// A call for one attachment, with the `CNI_ARGS` Multus sends for pod `pod`.
+    pub fn new(command: &str, container_id: &str, netns: Option<&Path>, ifname: &str) -> Self {
+        Self {
+            command: command.into(),
+            container_id: container_id.into(),
+            netns: netns.map(Path::to_owned),
+            ifname: ifname.into(),
+            args: Some(format!(
+                "IgnoreUnknown=1;K8S_POD_NAMESPACE=training;K8S_POD_NAME=pod-{container_id};K8S_POD_INFRA_CONTAINER_ID={container_id};K8S_POD_UID=uid-{container_id}"
+            )),
+        }
+    }
+
+    /// The same call with another command.
+    pub fn with_command(&self, command: &str) -> Self {
+        Self {
+            command: command.into(),
+            ..self.clone()
+        }
+    }
+
+    /// Applies the environment to `cmd`.
+    pub fn apply(&self, cmd: &mut Command, cni_path: &Path) {
+        cmd.env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .env("CNI_COMMAND", &self.command)
+            .env("CNI_CONTAINERID", &self.container_id)
+            .env("CNI_IFNAME", &self.ifname)
+            .env("CNI_PATH", cni_path)
+            .env("CNI_NETNS", self.netns.as_deref().unwrap_or(Path::new("")));
+        if let Some(args) = &self.args {
+            cmd.env("CNI_ARGS", args);
+        }
+    }
+}
+
+/// Runs a prepared plugin command with `stdin` and collects the outcome.
+pub fn run(mut cmd: Command, stdin: &Value) -> CniOutput {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    CniOutput {
+        status: out.status.code().unwrap_or(-1),
+        json: serde_json::from_str(&stdout).unwrap_or(Value::Null),
+        stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The workspace's target directory.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+}
+
+/// The `spinel` binary, built (once per test process) from the current sources so a test
+/// never runs a stale plugin.
+pub fn spinel_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "spinel-cni", "--bin", "spinel"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("run cargo build for the spinel binary");
+        assert!(status.success(), "building the spinel binary failed");
+        let bin = target_dir().join("debug/spinel");
+        assert!(bin.is_file(), "{} missing after build", bin.display());
+        bin.canonicalize().unwrap()
+    })
+}
+
+/// Debian's reference plugins (`containernetworking-plugins`).
+pub const DEBIAN_CNI_DIR: &str = "/usr/lib/cni";
+
+/// Fails loudly unless Debian's plugin `name` is installed.
+pub fn require_debian_plugin(name: &str) {
+    assert!(
+        Path::new(DEBIAN_CNI_DIR).join(name).is_file(),
+        "this test needs Debian's CNI plugin {name}: apt-get install containernetworking-plugins"
+    );
+}

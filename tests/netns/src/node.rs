@@ -1,0 +1,363 @@
+//! [`SimNode`]: a namespace-simulated SR-IOV node.
+//!
+//! - namespace `node` is the host: PF `pf0` (MTU 9000) and its VFs `pf0v<i>`, which are real
+//!   macvlan interfaces on `pf0` (bridge mode, so VFs reach each other as through the NIC's
+//!   embedded switch);
+//! - namespace `leaf` is the top-of-rack switch: `pf0`'s veth peer `swp1` with the gateway
+//!   address 10.56.0.1/24;
+//! - a fake sysfs tree describes `pf0` as PF `0000:3b:00.0` and each `pf0v<i>` as its VF `i`;
+//! - `spinel` runs inside `node`, configured through a settings file in the sandbox, with
+//!   Debian's host-local, static, tuning and sbr plugins beside it on `CNI_PATH`.
+
+use std::fs;
+use std::os::fd::AsFd;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+
+use hostnet::netlink::{LinkChange, RouteSocket};
+use hostnet::netns::NetNs;
+use hostnet::sriov::fake::FakeSysfs;
+use serde_json::{Value, json};
+
+use crate::cni::{self, CniCall, CniOutput, DEBIAN_CNI_DIR};
+use crate::sandbox::Sandbox;
+
+/// PCI address of the simulated PF.
+pub const PF_PCI: &str = "0000:3b:00.0";
+
+/// One simulated VF.
+#[derive(Debug, Clone)]
+pub struct SimVf {
+    /// VF index.
+    pub index: u32,
+    /// PCI address.
+    pub pci: String,
+    /// Host netdev name.
+    pub name: String,
+    /// MAC in the host before any attachment.
+    pub mac: String,
+}
+
+/// A network namespace and its links as iproute2 reports them, for before/after comparisons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkState {
+    /// name, MAC, MTU, alias, up.
+    pub links: Vec<(String, String, u64, String, bool)>,
+}
+
+/// A simulated SR-IOV node.
+pub struct SimNode {
+    /// The sandbox holding everything.
+    pub sb: Sandbox,
+    /// The VFs.
+    pub vfs: Vec<SimVf>,
+    /// The fake sysfs tree.
+    pub sysfs: FakeSysfs,
+    /// Journal directory.
+    pub state_dir: PathBuf,
+    /// host-local's data directory.
+    pub ipam_dir: PathBuf,
+    /// Directory holding spinel and Debian's plugins (the `CNI_PATH`).
+    pub cni_path: PathBuf,
+    /// Device-info directory.
+    pub devinfo_dir: PathBuf,
+    settings: PathBuf,
+}
+
+/// The PCI address of VF `i`: functions 2-7 of device 0, then 8 per device.
+pub fn vf_pci(i: u32) -> String {
+    let n = i + 2;
+    format!("0000:3b:{:02x}.{}", n / 8, n % 8)
+}
+
+impl SimNode {
+    /// Builds a node with `num_vfs` VFs.
+    pub fn new(test: &str, num_vfs: u32) -> Self {
+        cni::require_debian_plugin("host-local");
+        let sb = Sandbox::new(test);
+        sb.netns("node");
+        sb.netns("leaf");
+        sb.run_in(
+            "node",
+            "ip",
+            &[
+                "link", "add", "pf0", "mtu", "9000", "type", "veth", "peer", "name", "swp1", "mtu",
+                "9000",
+            ],
+        );
+        move_link(&sb, "node", "swp1", "leaf");
+        sb.run_in("node", "ip", &["link", "set", "pf0", "up"]);
+        sb.run_in("leaf", "ip", &["link", "set", "swp1", "up"]);
+        sb.run_in(
+            "leaf",
+            "ip",
+            &["addr", "add", "10.56.0.1/24", "dev", "swp1"],
+        );
+
+        let sysfs = FakeSysfs::at(sb.dir().join("sys"));
+        sysfs.add_pf(PF_PCI, "pf0", num_vfs, num_vfs.max(8));
+        let mut vfs = Vec::new();
+        for i in 0..num_vfs {
+            let name = format!("pf0v{i}");
+            let mac = format!("02:5f:00:00:{:02x}:{:02x}", i / 256, i % 256);
+            sb.run_in(
+                "node",
+                "ip",
+                &[
+                    "link", "add", "link", "pf0", "name", &name, "address", &mac, "type",
+                    "macvlan", "mode", "bridge",
+                ],
+            );
+            let pci = vf_pci(i);
+            sysfs.add_vf(PF_PCI, i, &pci, Some(&name), "mlx5_core");
+            vfs.push(SimVf {
+                index: i,
+                pci,
+                name,
+                mac,
+            });
+        }
+
+        let state_dir = sb.dir().join("state");
+        let ipam_dir = sb.dir().join("ipam");
+        let devinfo_dir = sb.dir().join("devinfo");
+        let cni_path = sb.dir().join("bin");
+        fs::create_dir_all(&cni_path).unwrap();
+        fs::create_dir_all(devinfo_dir.join("cni")).unwrap();
+        symlink(cni::spinel_binary(), cni_path.join("spinel")).unwrap();
+        for plugin in ["host-local", "static", "tuning", "sbr", "host-device"] {
+            symlink(
+                Path::new(DEBIAN_CNI_DIR).join(plugin),
+                cni_path.join(plugin),
+            )
+            .unwrap();
+        }
+        let settings = sb.dir().join("spinel-cni.json");
+        fs::write(
+            &settings,
+            json!({
+                "stateDir": state_dir,
+                "sysfsRoot": sysfs.root(),
+                "deviceInfoDir": devinfo_dir,
+                "lockTimeoutMs": 20000,
+                "logLevel": "info",
+            })
+            .to_string(),
+        )
+        .unwrap();
+        fs::set_permissions(&settings, fs::Permissions::from_mode(0o644)).unwrap();
+        Self {
+            sb,
+            vfs,
+            sysfs,
+            state_dir,
+            ipam_dir,
+            cni_path,
+            devinfo_dir,
+            settings,
+        }
+    }
+
+    /// Creates a pod namespace and returns its path.
+    pub fn pod(&self, name: &str) -> PathBuf {
+        self.sb.netns(name)
+    }
+
+    /// A `spinel` network configuration for VF `vf`, with host-local IPAM on 10.56.0.0/24.
+    pub fn conf(&self, version: &str, vf: Option<&SimVf>) -> Value {
+        let mut conf = json!({
+            "cniVersion": version,
+            "name": "rail0",
+            "type": "spinel",
+            "ipam": {
+                "type": "host-local",
+                "dataDir": self.ipam_dir,
+                "ranges": [[{"subnet": "10.56.0.0/24", "rangeStart": "10.56.0.10", "rangeEnd": "10.56.0.250", "gateway": "10.56.0.1"}]],
+                "routes": [{"dst": "10.0.0.0/8"}],
+            },
+        });
+        if let Some(vf) = vf {
+            // As Multus does for a resource with the deviceID capability.
+            conf["capabilities"] = json!({"deviceID": true});
+            conf["runtimeConfig"] = json!({"deviceID": vf.pci});
+        }
+        conf
+    }
+
+    /// A command running `program` inside the node namespace.
+    pub fn command(&self, program: &Path) -> std::process::Command {
+        let mut cmd = self.sb.command_in("node", program.to_str().unwrap());
+        cmd.env("SPINEL_CNI_SETTINGS", &self.settings);
+        cmd
+    }
+
+    /// Runs `spinel` for `call` with `conf` on stdin.
+    pub fn spinel(&self, call: &CniCall, conf: &Value) -> CniOutput {
+        self.plugin("spinel", call, conf)
+    }
+
+    /// Runs plugin `name` from the node's `CNI_PATH` inside the node namespace.
+    pub fn plugin(&self, name: &str, call: &CniCall, conf: &Value) -> CniOutput {
+        let mut cmd = self.command(&self.cni_path.join(name));
+        call.apply(&mut cmd, &self.cni_path);
+        cmd.env("SPINEL_CNI_SETTINGS", &self.settings);
+        cni::run(cmd, conf)
+    }
+
+    /// The settings file path (for tests that run spinel their own way).
+    pub fn settings_path(&self) -> &Path {
+        &self.settings
+    }
+
+    /// Links of namespace `ns` as iproute2 reports them.
+    pub fn links(&self, ns: &str) -> LinkState {
+        let out = self.sb.run_in(ns, "ip", &["-j", "-d", "link", "show"]);
+        let parsed: Value = serde_json::from_str(&out).unwrap();
+        let mut links: Vec<_> = parsed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    l["ifname"].as_str().unwrap_or_default().to_owned(),
+                    l["address"].as_str().unwrap_or_default().to_owned(),
+                    l["mtu"].as_u64().unwrap_or_default(),
+                    l["ifalias"].as_str().unwrap_or_default().to_owned(),
+                    l["flags"]
+                        .as_array()
+                        .is_some_and(|f| f.iter().any(|x| x == "UP")),
+                )
+            })
+            .collect();
+        links.sort();
+        LinkState { links }
+    }
+
+    /// Every file under the state and IPAM directories, for before/after comparisons.
+    pub fn files(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for root in [&self.state_dir, &self.ipam_dir] {
+            walk(root, &mut out);
+        }
+        out.sort();
+        out
+    }
+
+    /// Addresses host-local holds for network `rail0`.
+    pub fn leased_ips(&self) -> Vec<String> {
+        let dir = self.ipam_dir.join("rail0");
+        let mut ips: Vec<String> = fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.parse::<std::net::IpAddr>().is_ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        ips.sort();
+        ips
+    }
+
+    /// Journal records and VF claims left in the state directory.
+    pub fn journal_entries(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for sub in ["attachments", "vfs"] {
+            walk(&self.state_dir.join(sub), &mut out);
+        }
+        out
+    }
+
+    /// Asserts that nothing is leaked: every VF is back in the node namespace under its
+    /// original name, MAC, MTU and (empty) alias, no journal entry remains and host-local
+    /// holds no address.
+    #[track_caller]
+    pub fn assert_all_home(&self) {
+        let links = self.links("node");
+        for vf in &self.vfs {
+            let found = links.links.iter().find(|l| l.0 == vf.name);
+            let Some((_, mac, mtu, alias, _)) = found else {
+                panic!(
+                    "VF {} ({}) is not back in the host: {links:?}",
+                    vf.name, vf.pci
+                );
+            };
+            assert_eq!(mac, &vf.mac, "VF {} MAC not restored", vf.name);
+            assert_eq!(*mtu, 9000, "VF {} MTU not restored", vf.name);
+            assert!(
+                alias.is_empty(),
+                "VF {} alias not restored: {alias:?}",
+                vf.name
+            );
+        }
+        assert!(
+            self.journal_entries().is_empty(),
+            "journal entries left: {:?}",
+            self.journal_entries()
+        );
+        assert!(
+            self.leased_ips().is_empty(),
+            "IPAM still holds {:?}",
+            self.leased_ips()
+        );
+    }
+
+    /// Deletes pod namespace `pod` the way a dying namespace behaves on real hardware: the
+    /// kernel pushes physical netdevs (VFs) back to the initial namespace as `dev<ifindex>`,
+    /// down and without addresses. macvlan stand-ins would be destroyed instead, so the
+    /// harness performs that one kernel step itself, then deletes the namespace. (The kernel
+    /// tier proves the real behaviour with PCI NICs.)
+    pub fn kill_pod_like_kernel(&self, pod: &str) {
+        let pod_ns = NetNs::open(self.sb.netns_path(pod)).unwrap();
+        let node_ns = NetNs::open(self.sb.netns_path("node")).unwrap();
+        let mut nl = RouteSocket::open_in(&pod_ns).unwrap();
+        for link in nl.links().unwrap() {
+            if link.kind.as_deref() == Some("macvlan") {
+                nl.set_link(link.index, &LinkChange::new().up(false))
+                    .unwrap();
+                let name = format!("dev{}", link.index);
+                nl.set_link(
+                    link.index,
+                    &LinkChange::new().netns(node_ns.as_fd()).name(&name),
+                )
+                .unwrap();
+            }
+        }
+        drop(nl);
+        drop(pod_ns);
+        self.sb.delete_netns(pod);
+    }
+
+    /// Writes a device-info file as Multus does and returns its path.
+    pub fn device_info_file(&self, name: &str, vf: &SimVf) -> PathBuf {
+        let path = self.devinfo_dir.join("cni").join(name);
+        fs::write(
+            &path,
+            json!({"type": "pci", "version": "1.1.0", "pci": {"pci-address": vf.pci}}).to_string(),
+        )
+        .unwrap();
+        path
+    }
+}
+
+fn move_link(sb: &Sandbox, from: &str, name: &str, to: &str) {
+    let from_ns = NetNs::open(sb.netns_path(from)).unwrap();
+    let to_ns = NetNs::open(sb.netns_path(to)).unwrap();
+    let mut nl = RouteSocket::open_in(&from_ns).unwrap();
+    let link = nl.link_by_name(name).unwrap().unwrap();
+    nl.set_link(link.index, &LinkChange::new().netns(to_ns.as_fd()))
+        .unwrap();
+}
+
+fn walk(dir: &Path, out: &mut Vec<String>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, out);
+        } else {
+            out.push(path.display().to_string());
+        }
+    }
+}

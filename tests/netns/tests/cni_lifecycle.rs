@@ -1,0 +1,114 @@
+//! The spinel binary driven as Multus drives it: ADD, CHECK, DEL over real namespaces, with
+//! Debian's host-local as IPAM.
+
+use spinel_netns_tests::SimNode;
+use spinel_netns_tests::cni::CniCall;
+
+#[test]
+fn two_pods_ping_each_other_and_every_vf_comes_home() {
+    let node = SimNode::new("two_pods_ping", 4);
+    let before = node.links("node");
+    let mut pods = Vec::new();
+    for (i, name) in ["pod-a", "pod-b"].into_iter().enumerate() {
+        let netns = node.pod(name);
+        let vf = &node.vfs[i];
+        let call = CniCall::new("ADD", &format!("cid{i}"), Some(&netns), "net1");
+        let conf = node.conf("1.0.0", Some(vf));
+        let result = node.spinel(&call, &conf).expect_ok("ADD").clone();
+        assert_eq!(result["cniVersion"], "1.0.0");
+        let iface = &result["interfaces"][0];
+        assert_eq!(iface["name"], "net1");
+        assert_eq!(iface["sandbox"], netns.to_str().unwrap());
+        assert_eq!(result["ips"][0]["interface"], 0);
+        let ip = result["ips"][0]["address"]
+            .as_str()
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        // What the kernel shows in the pod matches the result.
+        let shown = node
+            .sb
+            .run_in(name, "ip", &["-br", "addr", "show", "dev", "net1"]);
+        assert!(shown.contains(&ip) && shown.contains("UP"), "{shown}");
+        let routes = node.sb.run_in(name, "ip", &["route"]);
+        assert!(
+            routes.contains("10.0.0.0/8 via 10.56.0.1 dev net1"),
+            "{routes}"
+        );
+        assert!(
+            !node.links("node").links.iter().any(|l| l.0 == vf.name),
+            "VF must leave the host"
+        );
+        pods.push((name, call, conf, ip));
+    }
+
+    let (a, _, _, ip_a) = &pods[0];
+    let (b, _, _, ip_b) = &pods[1];
+    assert_ne!(ip_a, ip_b);
+    node.sb.run_in(a, "ping", &["-c", "2", "-W", "2", ip_b]);
+    node.sb.run_in(b, "ping", &["-c", "2", "-W", "2", ip_a]);
+    // And through the PF to the leaf switch.
+    node.sb
+        .run_in(a, "ping", &["-c", "1", "-W", "2", "10.56.0.1"]);
+
+    for (_, call, conf, _) in &pods {
+        node.spinel(&call.with_command("CHECK"), conf)
+            .expect_ok("CHECK");
+    }
+    for (_, call, conf, _) in &pods {
+        node.spinel(&call.with_command("DEL"), conf)
+            .expect_ok("DEL");
+    }
+    node.assert_all_home();
+    assert_eq!(
+        node.links("node"),
+        before,
+        "the host must look exactly as before"
+    );
+}
+
+#[test]
+fn cni_versions_0_4_0_and_1_1_0_with_a_1_0_0_ipam_plugin() {
+    let node = SimNode::new("versions", 2);
+    for (i, version) in ["0.4.0", "1.1.0"].into_iter().enumerate() {
+        let netns = node.pod(&format!("p{i}"));
+        let call = CniCall::new("ADD", &format!("v{i}"), Some(&netns), "net1");
+        let conf = node.conf(version, Some(&node.vfs[i]));
+        let result = node.spinel(&call, &conf).expect_ok("ADD").clone();
+        assert_eq!(result["cniVersion"], version);
+        match version {
+            "0.4.0" => {
+                assert_eq!(result["ips"][0]["version"], "4");
+                assert!(result["interfaces"][0].get("mtu").is_none());
+            }
+            _ => {
+                assert_eq!(result["interfaces"][0]["mtu"], 9000);
+                assert_eq!(result["interfaces"][0]["pciID"], node.vfs[i].pci.as_str());
+            }
+        }
+        node.spinel(&call.with_command("CHECK"), &conf)
+            .expect_ok("CHECK");
+        node.spinel(&call.with_command("DEL"), &conf)
+            .expect_ok("DEL");
+    }
+    node.assert_all_home();
+}
+
+#[test]
+fn version_command_lists_supported_versions() {
+    let node = SimNode::new("version_cmd", 1);
+    let out = node.spinel(
+        &CniCall {
+            command: "VERSION".into(),
+            ..Default::default()
+        },
+        &serde_json::json!({"cniVersion": "1.0.0"}),
+    );
+    let json = out.expect_ok("VERSION");
+    assert_eq!(
+        json["supportedVersions"],
+        serde_json::json!(["0.4.0", "1.0.0", "1.1.0"])
+    );
+}
