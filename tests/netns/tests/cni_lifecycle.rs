@@ -13,11 +13,26 @@ fn two_pods_ping_each_other_and_every_vf_comes_home() {
         let netns = node.pod(name);
         let vf = &node.vfs[i];
         let call = CniCall::new("ADD", &format!("cid{i}"), Some(&netns), "net1");
-        let conf = node.conf("1.0.0", Some(vf));
+        let mut conf = node.conf("1.1.0", Some(vf));
+        // Pod a asks for its own MTU and MAC: both must be undone on DEL.
+        let mac = format!("0a:58:0a:38:00:{:02x}", 0x10 + i);
+        if i == 0 {
+            conf["mtu"] = serde_json::json!(4200);
+            conf["runtimeConfig"]["mac"] = serde_json::json!(mac);
+        }
         let result = node.spinel(&call, &conf).expect_ok("ADD").clone();
-        assert_eq!(result["cniVersion"], "1.0.0");
+        assert_eq!(result["cniVersion"], "1.1.0");
         let iface = &result["interfaces"][0];
         assert_eq!(iface["name"], "net1");
+        assert_eq!(iface["pciID"], vf.pci.as_str());
+        let link = node.sb.run_in(name, "ip", &["link", "show", "dev", "net1"]);
+        if i == 0 {
+            assert_eq!(iface["mtu"], 4200);
+            assert_eq!(iface["mac"], mac.as_str());
+            assert!(link.contains("mtu 4200") && link.contains(&mac), "{link}");
+        } else {
+            assert_eq!(iface["mac"], vf.mac.as_str());
+        }
         assert_eq!(iface["sandbox"], netns.to_str().unwrap());
         assert_eq!(result["ips"][0]["interface"], 0);
         let ip = result["ips"][0]["address"]

@@ -1,0 +1,228 @@
+//! DEL in every shape the real world produces, CHECK finding drift, and GC.
+
+use serde_json::json;
+use spinel_netns_tests::SimNode;
+use spinel_netns_tests::cni::CniCall;
+
+fn add(node: &SimNode, pod: &str, cid: &str, vf: usize) -> (CniCall, serde_json::Value) {
+    let netns = node.pod(pod);
+    let call = CniCall::new("ADD", cid, Some(&netns), "net1");
+    let mut conf = node.conf("1.1.0", Some(&node.vfs[vf]));
+    // A pod-specific MTU and MAC, so every teardown path must restore them.
+    conf["mtu"] = json!(4200);
+    conf["runtimeConfig"]["mac"] = json!(format!("0a:58:0a:38:01:{vf:02x}"));
+    node.spinel(&call, &conf).expect_ok("ADD");
+    (call, conf)
+}
+
+#[test]
+fn del_twice_succeeds_both_times() {
+    let node = SimNode::new("del_twice", 1);
+    let (call, conf) = add(&node, "p", "c1", 0);
+    node.spinel(&call.with_command("DEL"), &conf)
+        .expect_ok("first DEL");
+    node.assert_all_home();
+    node.spinel(&call.with_command("DEL"), &conf)
+        .expect_ok("second DEL");
+    node.assert_all_home();
+}
+
+#[test]
+fn del_after_the_pod_namespace_is_gone() {
+    let node = SimNode::new("del_netns_gone", 2);
+    let (call, conf) = add(&node, "p", "c1", 0);
+    node.kill_pod_like_kernel("p");
+    let returned = node.links("node");
+    assert!(
+        returned.links.iter().any(|l| l.0.starts_with("dev")),
+        "the kernel step returns the VF as devN: {returned:?}"
+    );
+    node.spinel(&call.with_command("DEL"), &conf)
+        .expect_ok("DEL with the namespace gone");
+    node.assert_all_home();
+
+    // CNI_NETNS left empty, as kubelet sends it once the sandbox is gone.
+    let (call, conf) = add(&node, "q", "c2", 1);
+    node.kill_pod_like_kernel("q");
+    let mut bare = call.with_command("DEL");
+    bare.netns = None;
+    node.spinel(&bare, &conf).expect_ok("DEL without CNI_NETNS");
+    node.assert_all_home();
+}
+
+#[test]
+fn del_when_the_path_is_not_a_namespace_or_never_existed() {
+    let node = SimNode::new("del_not_a_netns", 1);
+    let (call, conf) = add(&node, "p", "c1", 0);
+    node.kill_pod_like_kernel("p");
+    // The bind mount is gone but the mount point file stays behind: not a namespace.
+    let path = node.sb.netns_path("p");
+    std::fs::write(&path, b"").unwrap();
+    node.spinel(&call.with_command("DEL"), &conf)
+        .expect_ok("DEL on a non-namespace path");
+    node.assert_all_home();
+
+    // A DEL for an attachment that never existed, with a path that never existed.
+    let ghost = CniCall::new(
+        "DEL",
+        "never-added",
+        Some(std::path::Path::new("/run/netns/does-not-exist")),
+        "net1",
+    );
+    node.spinel(&ghost, &node.conf("1.1.0", Some(&node.vfs[0])))
+        .expect_ok("DEL of an unknown attachment");
+    node.assert_all_home();
+}
+
+#[test]
+fn check_reports_what_drifted() {
+    let node = SimNode::new("check_drift", 1);
+    let (call, conf) = add(&node, "p", "c1", 0);
+    let check = call.with_command("CHECK");
+    node.spinel(&check, &conf)
+        .expect_ok("CHECK on a fresh attachment");
+
+    node.sb
+        .run_in("p", "ip", &["link", "set", "net1", "mtu", "1500"]);
+    let msg = node
+        .spinel(&check, &conf)
+        .expect_code(104, "CHECK after an MTU change")
+        .to_owned();
+    assert!(msg.contains("MTU of net1 is 1500, expected 4200"), "{msg}");
+    node.sb
+        .run_in("p", "ip", &["link", "set", "net1", "mtu", "4200"]);
+
+    let addr = node
+        .sb
+        .run_in("p", "ip", &["-4", "-o", "addr", "show", "dev", "net1"]);
+    let cidr = addr.split_whitespace().nth(3).unwrap().to_owned();
+    node.sb
+        .run_in("p", "ip", &["addr", "del", &cidr, "dev", "net1"]);
+    let msg = node
+        .spinel(&check, &conf)
+        .expect_code(104, "CHECK after an address removal")
+        .to_owned();
+    assert!(msg.contains(&format!("address {cidr} is missing")), "{msg}");
+    assert!(
+        msg.contains("route 10.0.0.0/8"),
+        "the route went with the address: {msg}"
+    );
+
+    node.sb.run_in("p", "ip", &["link", "set", "net1", "down"]);
+    node.sb
+        .run_in("p", "ip", &["link", "set", "net1", "name", "other9"]);
+    let msg = node
+        .spinel(&check, &conf)
+        .expect_code(104, "CHECK after a rename")
+        .to_owned();
+    assert!(msg.contains("interface net1 is missing"), "{msg}");
+
+    // DEL still finds the VF by its marker and brings it home.
+    node.spinel(&call.with_command("DEL"), &conf)
+        .expect_ok("DEL after drift");
+    node.assert_all_home();
+
+    let unknown = CniCall::new("CHECK", "nobody", Some(&node.sb.netns_path("p")), "net1");
+    node.spinel(&unknown, &conf)
+        .expect_code(3, "CHECK of an unknown attachment");
+}
+
+#[test]
+fn gc_releases_attachments_that_are_not_valid() {
+    let node = SimNode::new("gc", 3);
+    let (keep, conf) = add(&node, "p0", "keep", 0);
+    add(&node, "p1", "stale1", 1);
+    add(&node, "p2", "stale2", 2);
+    node.kill_pod_like_kernel("p2");
+    let mut gc_conf = conf.clone();
+    gc_conf["cni.dev/valid-attachments"] = json!([{"containerID": "keep", "ifname": "net1"}]);
+    let gc = CniCall {
+        command: "GC".into(),
+        ..Default::default()
+    };
+    node.spinel(&gc, &gc_conf).expect_ok("GC");
+    assert_eq!(
+        node.leased_ips().len(),
+        1,
+        "only the valid attachment keeps its address"
+    );
+    let links = node.links("node");
+    for vf in &node.vfs[1..] {
+        assert!(
+            links.links.iter().any(|l| l.0 == vf.name),
+            "{} must be home: {links:?}",
+            vf.name
+        );
+    }
+    assert!(
+        !links.links.iter().any(|l| l.0 == node.vfs[0].name),
+        "the valid attachment keeps its VF"
+    );
+    node.spinel(&keep.with_command("CHECK"), &conf)
+        .expect_ok("CHECK of the kept attachment");
+    node.spinel(&keep.with_command("DEL"), &conf)
+        .expect_ok("DEL");
+    node.assert_all_home();
+
+    let mut old = conf.clone();
+    old["cniVersion"] = json!("1.0.0");
+    node.spinel(&gc, &old)
+        .expect_code(1, "GC with a 1.0.0 configuration");
+}
+
+#[test]
+fn add_heals_attachments_whose_pod_died_without_a_del() {
+    let node = SimNode::new("self_heal", 2);
+    add(&node, "p0", "orphan", 0);
+    node.kill_pod_like_kernel("p0");
+    // The device plugin hands the same VF to a new pod; the old one never got its DEL.
+    let (call, conf) = add(&node, "p1", "fresh", 0);
+    assert_eq!(
+        node.leased_ips().len(),
+        1,
+        "the orphan's address was released"
+    );
+    node.spinel(&call.with_command("DEL"), &conf)
+        .expect_ok("DEL");
+    node.assert_all_home();
+
+    // An orphan on another VF is healed by any later ADD.
+    add(&node, "p2", "orphan2", 1);
+    node.kill_pod_like_kernel("p2");
+    let (call, conf) = add(&node, "p3", "other", 0);
+    assert_eq!(
+        node.leased_ips().len(),
+        1,
+        "the orphan on VF 1 was healed by an ADD on VF 0"
+    );
+    assert!(
+        node.links("node")
+            .links
+            .iter()
+            .any(|l| l.0 == node.vfs[1].name)
+    );
+    node.spinel(&call.with_command("DEL"), &conf)
+        .expect_ok("DEL");
+    node.assert_all_home();
+}
+
+#[test]
+fn a_vf_in_a_live_pod_is_refused_and_a_repeated_add_too() {
+    let node = SimNode::new("vf_busy", 1);
+    let (call, conf) = add(&node, "p0", "first", 0);
+    let netns = node.pod("p1");
+    let second = CniCall::new("ADD", "second", Some(&netns), "net1");
+    let msg = node
+        .spinel(&second, &conf)
+        .expect_code(11, "ADD of a VF held by a live pod")
+        .to_owned();
+    assert!(msg.contains("first/net1"), "{msg}");
+    node.spinel(&call, &conf).expect_code(105, "repeated ADD");
+    node.spinel(&call.with_command("DEL"), &conf)
+        .expect_ok("DEL");
+    node.spinel(&second, &conf)
+        .expect_ok("ADD after the first pod's DEL");
+    node.spinel(&second.with_command("DEL"), &conf)
+        .expect_ok("DEL");
+    node.assert_all_home();
+}
