@@ -263,12 +263,18 @@ impl Journal {
     pub fn remove(&self, key: &AttachmentKey) -> Result<(), JournalError> {
         let path = self.record_path(key);
         remove_file(&path)?;
+        remove_dead_temporaries(&path);
         if let Some(parent) = path.parent() {
             // Fails harmlessly while other interfaces of the container remain.
             let _ = fs::remove_dir(parent);
             sync_dir(parent.parent().unwrap_or(parent));
         }
         Ok(())
+    }
+
+    /// Deletes temporaries of `key`'s record left by a writer that died mid-write.
+    pub fn remove_dead_temporaries(&self, key: &AttachmentKey) {
+        remove_dead_temporaries(&self.record_path(key));
     }
 
     /// Who holds `pci`, if anyone.
@@ -293,9 +299,11 @@ impl Journal {
         pci: &PciAddress,
         holder: &AttachmentKey,
     ) -> Result<(), JournalError> {
+        let path = self.claim_path(pci);
         if self.claim(pci)?.as_ref() == Some(holder) {
-            remove_file(&self.claim_path(pci))?;
+            remove_file(&path)?;
         }
+        remove_dead_temporaries(&path);
         Ok(())
     }
 
@@ -366,6 +374,30 @@ impl Journal {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Deletes `<target>.tmp.<pid>` files of `target` left by writers that died mid-write.
+fn remove_dead_temporaries(target: &Path) {
+    let (Some(dir), Some(stem)) = (target.parent(), target.file_stem().and_then(|s| s.to_str()))
+    else {
+        return;
+    };
+    let prefix = format!("{stem}.tmp.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(&prefix))
+            && let Some(pid) = temp_owner(&path)
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = fs::remove_file(&path);
         }
     }
 }

@@ -27,6 +27,7 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
     let conf = &config.conf;
     let version = config.version();
     let request = device::requested(conf, &inv.args, &settings)?;
+    prev_result(config)?;
     let mac = conf.requested_mac(inv.args.get("MAC"))?;
     let netns_path = inv
         .netns
@@ -139,10 +140,12 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
         }),
         result: None,
     };
+    // Record first, claim second: a crash between the two leaves a record naming what to
+    // clean, never a claim nobody will release.
+    node.journal.save(&record).map_err(journal_error)?;
     node.journal
         .set_claim(&vf.pci, &key)
         .map_err(journal_error)?;
-    node.journal.save(&record).map_err(journal_error)?;
 
     let attached =
         attach(&mut node, &pod_ns, &record, inv, config, ipam.as_ref(), mac).and_then(|result| {
@@ -165,6 +168,19 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
                 rollback.details
             ))),
         },
+    }
+}
+
+/// The chain's result so far, which ours extends.
+fn prev_result(config: &Config) -> Result<CniResult, CniError> {
+    match &config.conf.prev_result {
+        Some(prev) => CniResult::from_json(prev).map_err(|e| {
+            CniError::new(
+                ErrorCode::Decode,
+                format!("prevResult does not decode: {e}"),
+            )
+        }),
+        None => Ok(CniResult::default()),
     }
 }
 
@@ -273,15 +289,7 @@ fn attach(
             ),
         })?;
 
-    let mut result = match &config.conf.prev_result {
-        Some(prev) => CniResult::from_json(prev).map_err(|e| {
-            CniError::new(
-                ErrorCode::Decode,
-                format!("prevResult does not decode: {e}"),
-            )
-        })?,
-        None => CniResult::default(),
-    };
+    let mut result = prev_result(config)?;
     let index = result.interfaces.len();
     result.interfaces.push(Interface {
         name: link.name.clone(),

@@ -18,6 +18,7 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
         ifname: inv.ifname.clone(),
     };
     let Some(record) = node.journal.load(&key).map_err(journal_error)? else {
+        node.journal.remove_dead_temporaries(&key);
         release_addresses_without_record(&node, inv, config);
         return Ok(());
     };

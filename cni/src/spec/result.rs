@@ -191,7 +191,7 @@ impl CniResult {
         if !routes.is_empty() {
             out.insert("routes".into(), Value::Array(routes));
         }
-        if !self.dns.is_null() {
+        if self.dns.as_object().is_some_and(|d| !d.is_empty()) {
             out.insert("dns".into(), self.dns.clone());
         }
         Value::Object(out)

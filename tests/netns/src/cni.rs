@@ -11,8 +11,10 @@ use serde_json::Value;
 /// One plugin call's outcome.
 #[derive(Debug, Clone)]
 pub struct CniOutput {
-    /// Exit status code.
+    /// Exit status code (-1 when killed by a signal).
     pub status: i32,
+    /// The signal that killed the process, if one did.
+    pub signal: Option<i32>,
     /// stdout parsed as JSON (the result or the CNI error), `Null` when empty.
     pub json: Value,
     /// stdout as text.
@@ -104,37 +106,39 @@ impl CniCall {
         }
     }
 
-    /// Applies the environment to `cmd`.
+    /// Sets the `CNI_*` variables on `cmd` (removing those this call leaves unset); the
+    /// rest of the command's environment is left alone.
     pub fn apply(&self, cmd: &mut Command, cni_path: &Path) {
-        cmd.env_clear()
-            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .env("CNI_COMMAND", &self.command)
+        cmd.env("CNI_COMMAND", &self.command)
             .env("CNI_CONTAINERID", &self.container_id)
             .env("CNI_IFNAME", &self.ifname)
             .env("CNI_PATH", cni_path)
             .env("CNI_NETNS", self.netns.as_deref().unwrap_or(Path::new("")));
-        if let Some(args) = &self.args {
-            cmd.env("CNI_ARGS", args);
-        }
+        match &self.args {
+            Some(args) => cmd.env("CNI_ARGS", args),
+            None => cmd.env_remove("CNI_ARGS"),
+        };
     }
 }
 
 /// Runs a prepared plugin command with `stdin` and collects the outcome.
-pub fn run(mut cmd: Command, stdin: &Value) -> CniOutput {
+pub fn run(cmd: Command, stdin: &Value) -> CniOutput {
+    run_raw(cmd, stdin.to_string().as_bytes())
+}
+
+/// Runs a prepared plugin command with raw bytes on stdin (for malformed input).
+pub fn run_raw(mut cmd: Command, stdin: &[u8]) -> CniOutput {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.to_string().as_bytes())
-        .unwrap();
+    // A plugin may refuse oversized input without reading it all.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     CniOutput {
         status: out.status.code().unwrap_or(-1),
+        signal: std::os::unix::process::ExitStatusExt::signal(&out.status),
         json: serde_json::from_str(&stdout).unwrap_or(Value::Null),
         stdout,
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),

@@ -184,10 +184,13 @@ impl SimNode {
         conf
     }
 
-    /// A command running `program` inside the node namespace.
+    /// A command running `program` inside the node namespace, with a clean environment that
+    /// points spinel at this node's settings.
     pub fn command(&self, program: &Path) -> std::process::Command {
         let mut cmd = self.sb.command_in("node", program.to_str().unwrap());
-        cmd.env("SPINEL_CNI_SETTINGS", &self.settings);
+        cmd.env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .env("SPINEL_CNI_SETTINGS", &self.settings);
         cmd
     }
 
@@ -200,13 +203,7 @@ impl SimNode {
     pub fn plugin(&self, name: &str, call: &CniCall, conf: &Value) -> CniOutput {
         let mut cmd = self.command(&self.cni_path.join(name));
         call.apply(&mut cmd, &self.cni_path);
-        cmd.env("SPINEL_CNI_SETTINGS", &self.settings);
         cni::run(cmd, conf)
-    }
-
-    /// The settings file path (for tests that run spinel their own way).
-    pub fn settings_path(&self) -> &Path {
-        &self.settings
     }
 
     /// Links of namespace `ns` as iproute2 reports them.

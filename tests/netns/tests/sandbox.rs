@@ -29,11 +29,15 @@ fn namespaces_are_isolated_and_removed_on_drop() {
 
 #[test]
 fn leftovers_of_a_dead_run_are_swept() {
-    // Fake a sandbox whose owner died: no live process has this pid and start time.
-    let stale = std::path::Path::new(spinel_netns_tests::sandbox::SANDBOX_ROOT).join("stale.0.0");
-    std::fs::create_dir_all(stale.join("ns")).unwrap();
-    std::fs::write(stale.join("owner"), "999999999 1").unwrap();
-    hostnet::netns::NetNs::create_at(stale.join("ns/leak")).unwrap();
+    // Fake a sandbox whose owner died: no live process has this pid and start time. Built
+    // under a staging name (which sweeps skip) so a parallel test cannot sweep it half-made.
+    let root = std::path::Path::new(spinel_netns_tests::sandbox::SANDBOX_ROOT);
+    let staging = root.join(format!(".staging.stale.{}", std::process::id()));
+    let stale = root.join(format!("stale.{}.0", std::process::id()));
+    std::fs::create_dir_all(staging.join("ns")).unwrap();
+    std::fs::write(staging.join("owner"), "999999999 1").unwrap();
+    hostnet::netns::NetNs::create_at(staging.join("ns/leak")).unwrap();
+    std::fs::rename(&staging, &stale).unwrap();
     let _sb = Sandbox::new("leftovers_are_swept");
     assert!(
         !stale.exists(),

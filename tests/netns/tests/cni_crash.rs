@@ -1,0 +1,133 @@
+//! kill -9 at every step of ADD and of DEL, then recovery by DEL, by a new ADD, or by GC:
+//! nothing may leak (VF home under its name, MAC and MTU; no journal entry; no address held).
+//!
+//! The steps are the binary's own system calls: strace's fault injection delivers SIGKILL on
+//! entry to the N-th call of one kind (each netlink request, journal rename, fsync, unlink,
+//! and the IPAM spawn), so the plugin under test is the unmodified release binary.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use spinel_netns_tests::cni::{self, CniCall, CniOutput};
+use spinel_netns_tests::{SimNode, require_tool};
+
+/// Kinds of system call each step of the plugin goes through.
+const STEPS: [&str; 5] = ["sendto", "rename", "fsync", "unlink", "clone3"];
+
+fn killed_at(node: &SimNode, call: &CniCall, conf: &Value, syscall: &str, n: usize) -> CniOutput {
+    let mut cmd = node.command(Path::new("/usr/bin/strace"));
+    cmd.args([
+        "-qq",
+        "-o",
+        "/dev/null",
+        "-e",
+        &format!("inject={syscall}:signal=KILL:when={n}"),
+    ])
+    .arg(node.cni_path.join("spinel"));
+    call.apply(&mut cmd, &node.cni_path);
+    cni::run(cmd, conf)
+}
+
+fn was_killed(out: &CniOutput) -> bool {
+    // strace dies of the same signal as its tracee.
+    out.signal == Some(9)
+}
+
+fn recover(node: &SimNode, call: &CniCall, conf: &Value, how: usize) {
+    match how % 3 {
+        0 => {
+            node.spinel(&call.with_command("DEL"), conf)
+                .expect_ok("recovery DEL");
+        }
+        1 => {
+            node.spinel(&call.with_command("ADD"), conf)
+                .expect_ok("recovery ADD");
+            node.spinel(&call.with_command("DEL"), conf)
+                .expect_ok("DEL after recovery ADD");
+        }
+        _ => {
+            let mut gc = conf.clone();
+            gc["cni.dev/valid-attachments"] = json!([]);
+            node.spinel(
+                &CniCall {
+                    command: "GC".into(),
+                    ..Default::default()
+                },
+                &gc,
+            )
+            .expect_ok("recovery GC");
+        }
+    }
+}
+
+#[test]
+fn kill_at_every_step_of_add_then_recover() {
+    require_tool("strace", "strace");
+    let node = SimNode::new("crash_add", 1);
+    let netns = node.pod("p");
+    let call = CniCall::new("ADD", "crash", Some(&netns), "net1");
+    let mut conf = node.conf("1.1.0", Some(&node.vfs[0]));
+    conf["mtu"] = json!(4000);
+    conf["runtimeConfig"]["mac"] = json!("0a:58:0a:38:02:01");
+    // Warm the IPAM version cache so its first-call spawn is not counted as an ADD step.
+    node.spinel(&call, &conf).expect_ok("warm-up ADD");
+    node.spinel(&call.with_command("DEL"), &conf)
+        .expect_ok("warm-up DEL");
+
+    let mut kills = 0;
+    for syscall in STEPS {
+        for n in 1.. {
+            let out = killed_at(&node, &call, &conf, syscall, n);
+            if !was_killed(&out) {
+                // Fewer than n such calls: the ADD ran to completion.
+                out.expect_ok(&format!("ADD with no {syscall} #{n}"));
+                node.spinel(&call.with_command("DEL"), &conf)
+                    .expect_ok("DEL");
+                node.assert_all_home();
+                break;
+            }
+            kills += 1;
+            recover(&node, &call, &conf, kills);
+            node.assert_all_home();
+        }
+    }
+    assert!(
+        kills >= 20,
+        "expected at least 20 kill points in ADD, found {kills}"
+    );
+}
+
+#[test]
+fn kill_at_every_step_of_del_then_recover() {
+    require_tool("strace", "strace");
+    let node = SimNode::new("crash_del", 1);
+    let netns = node.pod("p");
+    let call = CniCall::new("ADD", "crash", Some(&netns), "net1");
+    let mut conf = node.conf("1.1.0", Some(&node.vfs[0]));
+    conf["mtu"] = json!(4000);
+    let del = call.with_command("DEL");
+    let mut kills = 0;
+    for syscall in STEPS {
+        for n in 1.. {
+            node.spinel(&call, &conf).expect_ok("ADD");
+            let out = killed_at(&node, &del, &conf, syscall, n);
+            if !was_killed(&out) {
+                out.expect_ok(&format!("DEL with no {syscall} #{n}"));
+                node.assert_all_home();
+                break;
+            }
+            kills += 1;
+            // Recovery by a retried DEL, or by GC (a new ADD would be refused: the pod lives).
+            if kills % 2 == 0 {
+                node.spinel(&del, &conf).expect_ok("retried DEL");
+            } else {
+                recover(&node, &call, &conf, 2);
+            }
+            node.assert_all_home();
+        }
+    }
+    assert!(
+        kills >= 8,
+        "expected at least 8 kill points in DEL, found {kills}"
+    );
+}

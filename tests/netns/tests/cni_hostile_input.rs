@@ -1,0 +1,574 @@
+//! Malformed and hostile input: each case gets the right CNI error code, and nothing on the
+//! node, in the pod, in the journal or in IPAM's store changes.
+
+use serde_json::{Value, json};
+use spinel_netns_tests::SimNode;
+use spinel_netns_tests::cni::{self, CniCall};
+
+/// One hostile invocation.
+struct Case {
+    name: &'static str,
+    /// Environment overrides: `None` removes the variable.
+    env: Vec<(&'static str, Option<String>)>,
+    stdin: Vec<u8>,
+    code: u64,
+}
+
+fn conf_with(base: &Value, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut c = base.clone();
+    edit(&mut c);
+    c.to_string().into_bytes()
+}
+
+#[test]
+fn hostile_inputs_get_the_right_code_and_change_nothing() {
+    let node = SimNode::new("hostile", 2);
+    let netns = node.pod("p");
+    let base = node.conf("1.1.0", Some(&node.vfs[0]));
+    let call = CniCall::new("ADD", "victim", Some(&netns), "net1");
+    // A full cycle first, so directories and caches that legitimately appear on first use exist.
+    node.spinel(&call, &base).expect_ok("warm-up ADD");
+    node.spinel(&call.with_command("DEL"), &base)
+        .expect_ok("warm-up DEL");
+
+    let good = base.to_string().into_bytes();
+    let env = |k: &'static str, v: &str| (k, Some(v.to_owned()));
+    let unset = |k: &'static str| (k, None);
+    let not_a_netns = node.sb.dir().join("plain-file");
+    std::fs::write(&not_a_netns, b"").unwrap();
+    let node_ns = node.sb.netns_path("node");
+    let secret = node.sb.dir().join("secret.json");
+    std::fs::write(
+        &secret,
+        r#"{"type":"pci","pci":{"pci-address":"0000:3b:00.3"}}"#,
+    )
+    .unwrap();
+    let mut nested = String::new();
+    for _ in 0..5000 {
+        nested.push('[');
+    }
+    let mut cases = vec![
+        // The environment (code 4).
+        Case {
+            name: "no CNI_COMMAND",
+            env: vec![unset("CNI_COMMAND")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "lower-case command",
+            env: vec![env("CNI_COMMAND", "add")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "unknown command",
+            env: vec![env("CNI_COMMAND", "DELETE")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "no container ID",
+            env: vec![unset("CNI_CONTAINERID")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "container ID traversal",
+            env: vec![env("CNI_CONTAINERID", "../../etc/passwd")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "container ID starts with dash",
+            env: vec![env("CNI_CONTAINERID", "-rf")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "container ID with space",
+            env: vec![env("CNI_CONTAINERID", "a b")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "container ID with slash",
+            env: vec![env("CNI_CONTAINERID", "abc/def")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "oversized container ID",
+            env: vec![("CNI_CONTAINERID", Some("a".repeat(300)))],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "container ID with newline",
+            env: vec![env("CNI_CONTAINERID", "abc\ndef")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "no ifname",
+            env: vec![unset("CNI_IFNAME")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "ifname traversal",
+            env: vec![env("CNI_IFNAME", "../x")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "ifname with slash",
+            env: vec![env("CNI_IFNAME", "a/b")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "ifname too long",
+            env: vec![env("CNI_IFNAME", "abcdefghijklmnop")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "ifname dot",
+            env: vec![env("CNI_IFNAME", ".")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "ifname with colon",
+            env: vec![env("CNI_IFNAME", "eth0:1")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "no netns on ADD",
+            env: vec![unset("CNI_NETNS")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "relative netns",
+            env: vec![env("CNI_NETNS", "run/netns/x")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "netns with ..",
+            env: vec![env("CNI_NETNS", "/run/../etc/passwd")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "missing netns",
+            env: vec![env("CNI_NETNS", "/run/netns/no-such-pod")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "netns is a plain file",
+            env: vec![("CNI_NETNS", Some(not_a_netns.display().to_string()))],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "netns is the plugin's own",
+            env: vec![("CNI_NETNS", Some(node_ns.display().to_string()))],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "no CNI_PATH",
+            env: vec![unset("CNI_PATH")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "relative CNI_PATH",
+            env: vec![env("CNI_PATH", "bin")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "CNI_ARGS without =",
+            env: vec![env("CNI_ARGS", "K8S_POD_NAME")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "CNI_ARGS unknown key",
+            env: vec![env("CNI_ARGS", "K8S_POD_NAME=a;EVIL=1")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "CNI_ARGS duplicate key",
+            env: vec![env("CNI_ARGS", "K8S_POD_NAME=a;K8S_POD_NAME=b")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "CNI_ARGS oversized",
+            env: vec![(
+                "CNI_ARGS",
+                Some(format!("IgnoreUnknown=1;X={}", "y".repeat(9000))),
+            )],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "CNI_ARGS control character",
+            env: vec![env("CNI_ARGS", "K8S_POD_NAME=a\u{7}b")],
+            stdin: good.clone(),
+            code: 4,
+        },
+        Case {
+            name: "CNI_ARGS bad MAC",
+            env: vec![env("CNI_ARGS", "MAC=nope")],
+            stdin: conf_with(&base, |c| {
+                c.as_object_mut().unwrap().remove("runtimeConfig");
+                c["deviceID"] = json!(node.vfs[0].pci);
+            }),
+            code: 7,
+        },
+        // Decoding (code 6).
+        Case {
+            name: "empty stdin",
+            env: vec![],
+            stdin: b"".to_vec(),
+            code: 6,
+        },
+        Case {
+            name: "not JSON",
+            env: vec![],
+            stdin: b"cniVersion=1.0.0".to_vec(),
+            code: 6,
+        },
+        Case {
+            name: "JSON array",
+            env: vec![],
+            stdin: b"[1,2]".to_vec(),
+            code: 6,
+        },
+        Case {
+            name: "JSON string",
+            env: vec![],
+            stdin: b"\"spinel\"".to_vec(),
+            code: 6,
+        },
+        Case {
+            name: "truncated JSON",
+            env: vec![],
+            stdin: good[..good.len() / 2].to_vec(),
+            code: 6,
+        },
+        Case {
+            name: "deeply nested JSON",
+            env: vec![],
+            stdin: format!("{{\"cniVersion\":\"1.1.0\",\"dns\":{nested}").into_bytes(),
+            code: 6,
+        },
+        Case {
+            name: "undecodable prevResult",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["prevResult"] = json!({"ips": [{"address": "not-an-ip"}]})
+            }),
+            code: 6,
+        },
+        // Versions (code 1).
+        Case {
+            name: "cniVersion 0.3.1",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["cniVersion"] = json!("0.3.1")),
+            code: 1,
+        },
+        Case {
+            name: "cniVersion 2.0.0",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["cniVersion"] = json!("2.0.0")),
+            code: 1,
+        },
+        Case {
+            name: "STATUS with 1.0.0",
+            env: vec![env("CNI_COMMAND", "STATUS")],
+            stdin: conf_with(&base, |c| c["cniVersion"] = json!("1.0.0")),
+            code: 1,
+        },
+        // The configuration (code 7).
+        Case {
+            name: "no cniVersion",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c.as_object_mut().unwrap().remove("cniVersion");
+            }),
+            code: 7,
+        },
+        Case {
+            name: "numeric cniVersion",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["cniVersion"] = json!(1)),
+            code: 7,
+        },
+        Case {
+            name: "wrong type",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["type"] = json!("sriov")),
+            code: 7,
+        },
+        Case {
+            name: "no name",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c.as_object_mut().unwrap().remove("name");
+            }),
+            code: 7,
+        },
+        Case {
+            name: "name traversal",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["name"] = json!("../../x")),
+            code: 7,
+        },
+        Case {
+            name: "name with NUL",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["name"] = json!("a\u{0}b")),
+            code: 7,
+        },
+        Case {
+            name: "unknown field",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["vlann"] = json!(100)),
+            code: 7,
+        },
+        Case {
+            name: "state dir from netconf",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["stateDir"] = json!("/tmp/evil")),
+            code: 7,
+        },
+        Case {
+            name: "sysfs root from runtimeConfig",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["runtimeConfig"]["sysfsRoot"] = json!("/tmp/evil")
+            }),
+            code: 7,
+        },
+        Case {
+            name: "log file from args",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["args"] = json!({"cni": {"logFile": "/etc/shadow"}})
+            }),
+            code: 7,
+        },
+        Case {
+            name: "log file from netconf",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["logFile"] = json!("/etc/cron.d/x")),
+            code: 7,
+        },
+        Case {
+            name: "deviceID traversal",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["runtimeConfig"]["deviceID"] = json!("../../../etc")
+            }),
+            code: 7,
+        },
+        Case {
+            name: "deviceID function 9",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["runtimeConfig"]["deviceID"] = json!("0000:3b:00.9")
+            }),
+            code: 7,
+        },
+        Case {
+            name: "deviceID of a missing device",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["runtimeConfig"]["deviceID"] = json!("0000:3b:1f.7")
+            }),
+            code: 100,
+        },
+        Case {
+            name: "deviceID of the PF",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["runtimeConfig"]["deviceID"] = json!("0000:3b:00.0")
+            }),
+            code: 100,
+        },
+        Case {
+            name: "disagreeing deviceIDs",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["deviceID"] = json!(node.vfs[1].pci)),
+            code: 7,
+        },
+        Case {
+            name: "pfName without vfIndex",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c.as_object_mut().unwrap().remove("runtimeConfig");
+                c["pfName"] = json!("pf0");
+            }),
+            code: 7,
+        },
+        Case {
+            name: "pfName traversal",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c.as_object_mut().unwrap().remove("runtimeConfig");
+                c["pfName"] = json!("../..");
+                c["vfIndex"] = json!(0);
+            }),
+            code: 7,
+        },
+        Case {
+            name: "vfIndex beyond numvfs",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c.as_object_mut().unwrap().remove("runtimeConfig");
+                c["pfName"] = json!("pf0");
+                c["vfIndex"] = json!(99);
+            }),
+            code: 100,
+        },
+        Case {
+            name: "no VF named",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c.as_object_mut().unwrap().remove("runtimeConfig");
+            }),
+            code: 7,
+        },
+        Case {
+            name: "mtu out of range",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["mtu"] = json!(70000)),
+            code: 7,
+        },
+        Case {
+            name: "mtu above the PF's",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["mtu"] = json!(9500)),
+            code: 7,
+        },
+        Case {
+            name: "mtu as a string",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["mtu"] = json!("1500")),
+            code: 7,
+        },
+        Case {
+            name: "negative mtu",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["mtu"] = json!(-1)),
+            code: 7,
+        },
+        Case {
+            name: "bad MAC",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["mac"] = json!("zz:zz:zz:zz:zz:zz")),
+            code: 7,
+        },
+        Case {
+            name: "multicast MAC",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["runtimeConfig"]["mac"] = json!("01:00:5e:00:00:01")
+            }),
+            code: 7,
+        },
+        Case {
+            name: "IPAM type traversal",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["ipam"]["type"] = json!("../../bin/sh")),
+            code: 7,
+        },
+        Case {
+            name: "IPAM without type",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["ipam"].as_object_mut().unwrap().remove("type");
+            }),
+            code: 7,
+        },
+        Case {
+            name: "IPAM plugin missing",
+            env: vec![],
+            stdin: conf_with(&base, |c| c["ipam"]["type"] = json!("no-such-ipam")),
+            code: 102,
+        },
+        Case {
+            name: "device-info file outside its directory",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["runtimeConfig"] = json!({"CNIDeviceInfoFile": secret});
+            }),
+            code: 7,
+        },
+        Case {
+            name: "device-info file /etc/passwd",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["runtimeConfig"] = json!({"CNIDeviceInfoFile": "/etc/passwd"});
+            }),
+            code: 7,
+        },
+        Case {
+            name: "relative device-info file",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["runtimeConfig"] = json!({"CNIDeviceInfoFile": "devinfo.json"});
+            }),
+            code: 7,
+        },
+        Case {
+            name: "GC with an invalid attachment",
+            env: vec![env("CNI_COMMAND", "GC")],
+            stdin: conf_with(&base, |c| {
+                c["cni.dev/valid-attachments"] = json!([{"containerID": "../x", "ifname": "net1"}])
+            }),
+            code: 7,
+        },
+        Case {
+            name: "oversized configuration",
+            env: vec![],
+            stdin: conf_with(&base, |c| {
+                c["dns"] = json!({"search": ["x".repeat(1 << 20)]})
+            }),
+            code: 7,
+        },
+    ];
+    assert!(cases.len() >= 50, "the corpus must hold at least 50 cases");
+
+    let snapshot = || (node.links("node"), node.links("p"), node.files());
+    let before = snapshot();
+    for case in cases.drain(..) {
+        let mut cmd = node.command(&node.cni_path.join("spinel"));
+        call.apply(&mut cmd, &node.cni_path);
+        for (key, value) in &case.env {
+            match value {
+                Some(v) => cmd.env(key, v),
+                None => cmd.env_remove(key),
+            };
+        }
+        let out = cni::run_raw(cmd, &case.stdin);
+        let msg = out.expect_code(case.code, case.name).to_owned();
+        assert!(
+            !msg.is_empty(),
+            "{}: the error must say what is wrong",
+            case.name
+        );
+        assert_eq!(snapshot(), before, "{}: the system changed", case.name);
+    }
+    node.assert_all_home();
+}
