@@ -48,11 +48,10 @@ fn thirty_two_concurrent_adds_then_thirty_two_concurrent_dels() {
     }
 
     std::thread::scope(|s| {
-        for i in 0..N {
+        for (i, netns) in pods.iter().enumerate() {
             let node = Arc::clone(&node);
-            let netns = pods[i].clone();
             s.spawn(move || {
-                let call = CniCall::new("DEL", &format!("c{i}"), Some(&netns), "net1");
+                let call = CniCall::new("DEL", &format!("c{i}"), Some(netns), "net1");
                 node.spinel(&call, &node.conf("1.1.0", Some(&node.vfs[i])))
                     .expect_ok("concurrent DEL");
             });
