@@ -64,10 +64,17 @@ pub fn drift(
             out.push(format!("address {} is missing from {ifname}", ip.address));
         }
     }
+    // A later plugin in the chain may move routes to another table (sbr does, for source-based
+    // routing); CHECK must tolerate that, so any table counts.
+    let mut tables: [Option<Vec<Route>>; 2] = [None, None];
     for r in &result.routes {
         let want = kernel_route(r, result, oif);
-        let table = pod.routes(matches!(want.destination.addr(), IpAddr::V6(_)), want.table)?;
-        let present = table.iter().any(|k| {
+        let v6 = matches!(want.destination.addr(), IpAddr::V6(_));
+        let routes = match &mut tables[usize::from(v6)] {
+            Some(routes) => routes,
+            slot => slot.insert(pod.all_routes(v6)?),
+        };
+        let present = routes.iter().any(|k| {
             k.destination == want.destination && k.gateway == want.gateway && k.oif == want.oif
         });
         if !present {

@@ -176,6 +176,15 @@ impl RouteSocket {
 
     /// Unicast routes of one address family in `table` (`ip [-6] route show table T`).
     pub fn routes(&mut self, ipv6: bool, table: u32) -> Result<Vec<Route>, NetlinkError> {
+        Ok(self
+            .all_routes(ipv6)?
+            .into_iter()
+            .filter(|r| r.table == table)
+            .collect())
+    }
+
+    /// Unicast routes of one address family in every table (`ip [-6] route show table all`).
+    pub fn all_routes(&mut self, ipv6: bool) -> Result<Vec<Route>, NetlinkError> {
         let mut msg = RouteMessage::default();
         msg.header.address_family = if ipv6 {
             AddressFamily::Inet6
@@ -184,7 +193,7 @@ impl RouteSocket {
         };
         let replies = self.socket().dump(
             RouteNetlinkMessage::GetRoute(msg),
-            format!("ip route show table {table}"),
+            "ip route show table all",
         )?;
         Ok(replies
             .iter()
@@ -192,7 +201,6 @@ impl RouteSocket {
                 RouteNetlinkMessage::NewRoute(r) => Route::from_message(r),
                 _ => None,
             })
-            .filter(|r| r.table == table)
             .collect())
     }
 }

@@ -180,3 +180,53 @@ pub fn require_debian_plugin(name: &str) {
         "this test needs Debian's CNI plugin {name}: apt-get install containernetworking-plugins"
     );
 }
+
+/// Runs a conflist the way libcni does: ADD in order with each result as the next plugin's
+/// `prevResult`; CHECK in order and DEL in reverse with the cached final result. Multus-style,
+/// `deviceID` and `pciBusID` are injected into every plugin. Returns each plugin's output; the
+/// chain stops at the first failure.
+pub fn run_chain(
+    conflist: &Value,
+    command: &str,
+    cached: Option<&Value>,
+    device_id: Option<&str>,
+    mut invoke: impl FnMut(&str, &Value) -> CniOutput,
+) -> Vec<CniOutput> {
+    let version = conflist["cniVersion"].clone();
+    let name = conflist["name"].clone();
+    let mut plugins: Vec<Value> = conflist["plugins"].as_array().cloned().unwrap_or_default();
+    if command == "DEL" {
+        plugins.reverse();
+    }
+    let mut prev = cached.cloned();
+    let mut outputs = Vec::new();
+    for mut plugin in plugins {
+        plugin["cniVersion"] = version.clone();
+        plugin["name"] = name.clone();
+        if let Some(id) = device_id {
+            plugin["deviceID"] = Value::from(id);
+            plugin["pciBusID"] = Value::from(id);
+        }
+        if let Some(p) = &prev {
+            plugin["prevResult"] = p.clone();
+        }
+        let kind = plugin["type"].as_str().unwrap_or_default().to_owned();
+        let out = invoke(&kind, &plugin);
+        let ok = out.ok();
+        if command == "ADD" && ok {
+            prev = Some(out.json.clone());
+        }
+        outputs.push(out);
+        if !ok {
+            break;
+        }
+    }
+    outputs
+}
+
+/// `conf` with `prevResult` set, as the runtime sends CHECK and DEL.
+pub fn with_prev_result(conf: &Value, result: &Value) -> Value {
+    let mut c = conf.clone();
+    c["prevResult"] = result.clone();
+    c
+}

@@ -2,7 +2,7 @@
 //! Debian's host-local as IPAM.
 
 use spinel_netns_tests::SimNode;
-use spinel_netns_tests::cni::CniCall;
+use spinel_netns_tests::cni::{CniCall, with_prev_result};
 
 #[test]
 fn two_pods_ping_each_other_and_every_vf_comes_home() {
@@ -56,7 +56,7 @@ fn two_pods_ping_each_other_and_every_vf_comes_home() {
             !node.links("node").links.iter().any(|l| l.0 == vf.name),
             "VF must leave the host"
         );
-        pods.push((name, call, conf, ip));
+        pods.push((name, call, with_prev_result(&conf, &result), ip));
     }
 
     let (a, _, _, ip_a) = &pods[0];
@@ -103,8 +103,11 @@ fn cni_versions_0_4_0_and_1_1_0_with_a_1_0_0_ipam_plugin() {
                 assert_eq!(result["interfaces"][0]["pciID"], node.vfs[i].pci.as_str());
             }
         }
-        node.spinel(&call.with_command("CHECK"), &conf)
-            .expect_ok("CHECK");
+        node.spinel(
+            &call.with_command("CHECK"),
+            &with_prev_result(&conf, &result),
+        )
+        .expect_ok("CHECK");
         node.spinel(&call.with_command("DEL"), &conf)
             .expect_ok("DEL");
     }

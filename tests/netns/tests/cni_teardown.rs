@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use spinel_netns_tests::SimNode;
-use spinel_netns_tests::cni::CniCall;
+use spinel_netns_tests::cni::{CniCall, with_prev_result};
 
 fn add(node: &SimNode, pod: &str, cid: &str, vf: usize) -> (CniCall, serde_json::Value) {
     let netns = node.pod(pod);
@@ -11,8 +11,9 @@ fn add(node: &SimNode, pod: &str, cid: &str, vf: usize) -> (CniCall, serde_json:
     // A pod-specific MTU and MAC, so every teardown path must restore them.
     conf["mtu"] = json!(4200);
     conf["runtimeConfig"]["mac"] = json!(format!("0a:58:0a:38:01:{vf:02x}"));
-    node.spinel(&call, &conf).expect_ok("ADD");
-    (call, conf)
+    let result = node.spinel(&call, &conf).expect_ok("ADD").clone();
+    // Later calls carry the result as prevResult, as the runtime sends CHECK and DEL.
+    (call, with_prev_result(&conf, &result))
 }
 
 #[test]
@@ -135,6 +136,7 @@ fn gc_releases_attachments_that_are_not_valid() {
     add(&node, "p2", "stale2", 2);
     node.kill_pod_like_kernel("p2");
     let mut gc_conf = conf.clone();
+    gc_conf.as_object_mut().unwrap().remove("prevResult");
     gc_conf["cni.dev/valid-attachments"] = json!([{"containerID": "keep", "ifname": "net1"}]);
     let gc = CniCall {
         command: "GC".into(),
