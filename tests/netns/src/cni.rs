@@ -152,11 +152,16 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"))
 }
 
-/// The `spinel` binary, built (once per test process) from the current sources so a test
-/// never runs a stale plugin.
+/// The `spinel` binary: `SPINEL_BIN` when set (benchmarks use a release build), otherwise
+/// built once per process from the current sources so a test never runs a stale plugin.
 pub fn spinel_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("SPINEL_BIN") {
+            let bin = PathBuf::from(bin);
+            assert!(bin.is_file(), "SPINEL_BIN={} is not a file", bin.display());
+            return bin.canonicalize().unwrap();
+        }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
             .args(["build", "--quiet", "-p", "spinel-cni", "--bin", "spinel"])

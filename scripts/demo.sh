@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Quick start 1: installs what is missing and runs Spinel's main job on an embedded default:
+# a namespace-simulated SR-IOV node, two pods attached by the real spinel CNI plugin, ping,
+# CHECK, DEL, and every VF back on the host. Usage (as root on Debian 12): ./scripts/demo.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "demo.sh: run as root (it creates network namespaces)" >&2; exit 1; }
+./scripts/install-deps.sh demo
+export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release --locked --quiet -p spinel-cni -p spinel-netns-tests --bin spinel --bin spinel-demo
+SPINEL_BIN="$PWD/target/release/spinel" exec ./target/release/spinel-demo
