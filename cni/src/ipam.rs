@@ -4,12 +4,18 @@
 //! it does not speak the configuration's version (Debian's plugins stop at 1.0.0), the newest
 //! version both sides speak is used instead; the delegate's `VERSION` answer is cached per
 //! binary (path, inode, size, mtime) in the state directory, so the extra exec happens once.
+//!
+//! A call can be started and collected later ([`Ipam::start`], [`Pending::wait`]) so the
+//! delegate runs while the kernel moves the VF: both are mostly waiting. The delegate dies with
+//! spinel (`PR_SET_PDEATHSIG`), so a killed plugin never leaves an allocation racing the DEL
+//! that recovers it.
 
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,6 +39,16 @@ pub struct Target<'a> {
     pub cni_args: Option<&'a str>,
 }
 
+impl Target<'_> {
+    /// A target for node-wide calls (VERSION, STATUS, GC).
+    pub const NODE: Target<'static> = Target {
+        container_id: "",
+        ifname: "",
+        netns: None,
+        cni_args: None,
+    };
+}
+
 /// An IPAM plugin binary and the versions it speaks.
 #[derive(Debug, Clone)]
 pub struct Ipam {
@@ -40,6 +56,14 @@ pub struct Ipam {
     binary: PathBuf,
     cni_path: Vec<PathBuf>,
     versions: Vec<String>,
+}
+
+/// A delegated call in flight.
+#[must_use = "a started delegate must be waited for"]
+pub struct Pending<'a> {
+    ipam: &'a Ipam,
+    command: &'static str,
+    child: Child,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -100,18 +124,10 @@ impl Ipam {
         {
             return Ok(c.versions);
         }
-        let target = Target {
-            container_id: "",
-            ifname: "",
-            netns: None,
-            cni_args: None,
-        };
+        let query = serde_json::json!({"cniVersion": Version::CURRENT.as_str()});
         let answer = self
-            .exec(
-                "VERSION",
-                &serde_json::json!({"cniVersion": Version::CURRENT.as_str()}),
-                &target,
-            )?
+            .spawn("VERSION", &query, &Target::NODE)?
+            .wait()?
             .ok_or_else(|| failed(&self.kind, "VERSION printed nothing"))?;
         let versions: Vec<String> = answer
             .get("supportedVersions")
@@ -132,7 +148,7 @@ impl Ipam {
     }
 
     /// The configuration to hand the delegate: ours, with `cniVersion` lowered if it must be.
-    fn config_for(&self, config: &Value, ours: Version) -> Result<(Value, Version), CniError> {
+    fn config_for(&self, config: &Value, ours: Version) -> Result<Value, CniError> {
         let version = negotiate(ours, &self.versions).ok_or_else(|| {
             CniError::new(
                 ErrorCode::IncompatibleVersion,
@@ -151,7 +167,19 @@ impl Ipam {
             // not use it.
             obj.remove("prevResult");
         }
-        Ok((config, version))
+        Ok(config)
+    }
+
+    /// Starts `command` (ADD, DEL, CHECK) for `target`; collect it with [`Pending::wait`].
+    pub fn start(
+        &self,
+        command: &'static str,
+        config: &Value,
+        ours: Version,
+        target: &Target<'_>,
+    ) -> Result<Pending<'_>, CniError> {
+        let config = self.config_for(config, ours)?;
+        self.spawn(command, &config, target)
     }
 
     /// ADD: allocates addresses.
@@ -161,18 +189,12 @@ impl Ipam {
         ours: Version,
         target: &Target<'_>,
     ) -> Result<CniResult, CniError> {
-        let (config, _) = self.config_for(config, ours)?;
-        let answer = self
-            .exec("ADD", &config, target)?
-            .ok_or_else(|| failed(&self.kind, "ADD printed no result"))?;
-        CniResult::from_json(&answer)
-            .map_err(|e| failed(&self.kind, format!("ADD result does not decode: {e}")))
+        self.start("ADD", config, ours, target)?.result()
     }
 
     /// DEL: releases addresses (idempotent in every IPAM plugin).
     pub fn del(&self, config: &Value, ours: Version, target: &Target<'_>) -> Result<(), CniError> {
-        let (config, _) = self.config_for(config, ours)?;
-        self.exec("DEL", &config, target).map(drop)
+        self.start("DEL", config, ours, target)?.wait().map(drop)
     }
 
     /// CHECK: verifies the allocation.
@@ -182,29 +204,29 @@ impl Ipam {
         ours: Version,
         target: &Target<'_>,
     ) -> Result<(), CniError> {
-        let (config, _) = self.config_for(config, ours)?;
-        self.exec("CHECK", &config, target).map(drop)
+        self.start("CHECK", config, ours, target)?.wait().map(drop)
     }
 
     /// STATUS or GC, forwarded only when the plugin speaks 1.1.0 (older ones do not have them).
     pub fn forward_if_supported(
         &self,
-        command: &str,
+        command: &'static str,
         config: &Value,
-        target: &Target<'_>,
     ) -> Result<bool, CniError> {
         if !self.speaks(Version::V1_1_0) {
             return Ok(false);
         }
-        self.exec(command, config, target).map(|_| true)
+        self.spawn(command, config, &Target::NODE)?
+            .wait()
+            .map(|_| true)
     }
 
-    fn exec(
+    fn spawn(
         &self,
-        command: &str,
+        command: &'static str,
         config: &Value,
         target: &Target<'_>,
-    ) -> Result<Option<Value>, CniError> {
+    ) -> Result<Pending<'_>, CniError> {
         let stdin = serde_json::to_vec(config).map_err(|e| failed(&self.kind, e))?;
         let mut cmd = Command::new(&self.binary);
         cmd.env("CNI_COMMAND", command)
@@ -225,6 +247,7 @@ impl Ipam {
             Some(args) => cmd.env("CNI_ARGS", args),
             None => cmd.env_remove("CNI_ARGS"),
         };
+        die_with_parent(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| {
             failed(
                 &self.kind,
@@ -236,12 +259,23 @@ impl Ipam {
             // and output say why.
             let _ = pipe.write_all(&stdin);
         }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| failed(&self.kind, e))?;
+        Ok(Pending {
+            ipam: self,
+            command,
+            child,
+        })
+    }
+}
+
+impl Pending<'_> {
+    /// Waits for the delegate and returns what it printed, or its error.
+    pub fn wait(self) -> Result<Option<Value>, CniError> {
+        let kind = &self.ipam.kind;
+        let command = self.command;
+        let out = self.child.wait_with_output().map_err(|e| failed(kind, e))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         if !stderr.trim().is_empty() {
-            tracing::debug!(plugin = %self.kind, command, stderr = %stderr.trim(), "delegate stderr");
+            tracing::debug!(plugin = %kind, command, stderr = %stderr.trim(), "delegate stderr");
         }
         let answer: Option<Value> = serde_json::from_slice(&out.stdout).ok();
         if out.status.success() {
@@ -265,8 +299,38 @@ impl Ipam {
         };
         Err(CniError::new(
             code,
-            format!("IPAM plugin {} {command} failed: {msg}", self.kind),
+            format!("IPAM plugin {kind} {command} failed: {msg}"),
         ))
+    }
+
+    /// Waits for an ADD and decodes its result.
+    pub fn result(self) -> Result<CniResult, CniError> {
+        let kind = self.ipam.kind.clone();
+        let answer = self
+            .wait()?
+            .ok_or_else(|| failed(&kind, "ADD printed no result"))?;
+        CniResult::from_json(&answer)
+            .map_err(|e| failed(&kind, format!("ADD result does not decode: {e}")))
+    }
+}
+
+/// Makes the delegate receive SIGKILL if spinel dies first.
+fn die_with_parent(cmd: &mut Command) {
+    let parent = std::process::id();
+    #[allow(unsafe_code)]
+    // SAFETY: the closure runs in the child between fork and exec and only makes the
+    // async-signal-safe calls prctl(2), getppid(2) and _exit(2).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before prctl took effect.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
     }
 }
 

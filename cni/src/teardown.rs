@@ -2,6 +2,8 @@
 //! self-healing. Every step runs even when an earlier one fails; errors are collected and the
 //! record is kept until a teardown succeeds completely, so a retry can finish the job.
 
+use std::path::PathBuf;
+
 use hostnet::netlink::RouteSocket;
 
 use crate::ipam::{Ipam, Target};
@@ -15,45 +17,57 @@ use crate::vf;
 pub fn teardown(
     node: &mut Node,
     record: &AttachmentRecord,
-    cni_path: &[std::path::PathBuf],
+    cni_path: &[PathBuf],
 ) -> Result<(), CniError> {
     let mut errors: Vec<String> = Vec::new();
     let key = &record.key;
 
-    // Addresses first: a VF that cannot be recovered must not also leak its IP.
-    if let Some(kind) = record
+    // The address is released while the kernel moves the VF back: both mostly wait. It is
+    // released whatever happens to the VF, so a VF that cannot be recovered never also leaks
+    // its IP.
+    let ipam = record
         .config
         .get("ipam")
         .and_then(|i| i.get("type"))
         .and_then(|t| t.as_str())
-    {
-        let version = record
-            .config
-            .get("cniVersion")
-            .and_then(|v| v.as_str())
-            .and_then(Version::parse)
-            .unwrap_or(Version::V1_0_0);
-        let target = Target {
-            container_id: &key.container_id,
-            ifname: &key.ifname,
-            netns: record.netns.as_deref(),
-            cni_args: record.cni_args.as_deref(),
-        };
-        match Ipam::find(kind, cni_path, node.journal.dir())
-            .and_then(|ipam| ipam.del(&record.config, version, &target))
-        {
-            Ok(()) => {}
-            Err(e) => errors.push(e.msg),
+        .map(|kind| {
+            let version = record
+                .config
+                .get("cniVersion")
+                .and_then(|v| v.as_str())
+                .and_then(Version::parse)
+                .unwrap_or(Version::V1_0_0);
+            (Ipam::find(kind, cni_path, node.journal.dir()), version)
+        });
+    let target = Target {
+        container_id: &key.container_id,
+        ifname: &key.ifname,
+        netns: record.netns.as_deref(),
+        cni_args: record.cni_args.as_deref(),
+    };
+    let release = match &ipam {
+        Some((Ok(ipam), version)) => match ipam.start("DEL", &record.config, *version, &target) {
+            Ok(pending) => Some(pending),
+            Err(e) => {
+                errors.push(e.msg);
+                None
+            }
+        },
+        Some((Err(e), _)) => {
+            errors.push(e.msg.clone());
+            None
         }
-    }
+        None => None,
+    };
 
     match &record.device {
-        DeviceRecord::Vf(vf_record) => {
-            let claim = node.journal.claim(&vf_record.pci).map_err(journal_error)?;
-            if claim.as_ref().is_some_and(|holder| holder != key) {
-                // Another attachment holds the VF now; ours never touched it or gave it back.
+        DeviceRecord::Vf(vf_record) => match node.journal.claim(&vf_record.pci) {
+            Err(e) => errors.push(chain(&e)),
+            // Another attachment holds the VF now; ours never touched it or gave it back.
+            Ok(Some(holder)) if holder != *key => {
                 tracing::info!(attachment = %key, vf = %vf_record.pci, "VF held by another attachment; leaving it");
-            } else {
+            }
+            Ok(_) => {
                 let mut pod = match pod_namespace(record) {
                     Some(ns) => match RouteSocket::open_in(&ns) {
                         Ok(sock) => Some(sock),
@@ -83,9 +97,14 @@ pub fn teardown(
                     }
                 }
             }
-        }
+        },
     }
 
+    if let Some(pending) = release
+        && let Err(e) = pending.wait()
+    {
+        errors.push(e.msg);
+    }
     if !errors.is_empty() {
         return Err(CniError::new(
             ErrorCode::Kernel,

@@ -147,20 +147,27 @@ pub fn detach(
     if let Some(pod) = pod
         && let Some(link) = find_marked(pod, &mark, &[ifname, &travel])?
     {
-        // Leave the pod under the travel name: the host may have a link called `ifname`.
-        if link.name != travel {
-            pod.set_link(link.index, &LinkChange::new().up(false).name(&travel))?;
-        } else {
-            pod.set_link(link.index, &LinkChange::new().up(false))?;
-        }
-        match pod.set_link(
-            link.index,
-            &LinkChange::new().netns(host_ns.as_fd()).name(&vf.host_name),
-        ) {
+        // One request: the move closes the link itself (an explicit "down" first would cost
+        // the kernel another RCU grace period), and the name is applied on arrival.
+        let home = LinkChange::new().netns(host_ns.as_fd()).name(&vf.host_name);
+        match pod.set_link(link.index, &home) {
             Ok(()) => {}
-            // Moved, but the original name is taken in the host: restored below under the
-            // travel name.
-            Err(e) if e.is(libc::EEXIST) => {}
+            Err(e) if e.is(libc::EEXIST) => {
+                // Either it moved and the original name is taken in the host (the host side
+                // below sees it under its pod name), or both its pod name and the original
+                // name are taken there and it did not move: then it leaves under the name
+                // unique to it.
+                if let Some(still) = pod.link_by_index(link.index)?
+                    && still.alias.as_deref() == Some(mark.as_str())
+                {
+                    pod.set_link(link.index, &LinkChange::new().up(false).name(&travel))?;
+                    match pod.set_link(link.index, &home) {
+                        Ok(()) => {}
+                        Err(e) if e.is(libc::EEXIST) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
             Err(e) => return Err(e),
         }
         found = Found::InPod;

@@ -268,12 +268,24 @@ fn attach(
     };
     let mut pod = RouteSocket::open_in(pod_ns)
         .map_err(|e| kernel("cannot open a socket in the pod namespace", &e))?;
+
+    // The address is allocated while the kernel moves the VF: both mostly wait.
+    let target = Target {
+        container_id: &inv.container_id,
+        ifname: &inv.ifname,
+        netns: inv.netns.as_deref(),
+        cni_args: record.cni_args.as_deref(),
+    };
+    let allocation = ipam
+        .map(|i| i.start("ADD", &config.raw, config.version(), &target))
+        .transpose()?;
+
     let want = PodLinkSettings {
         ifname: &inv.ifname,
         mac,
         mtu: config.conf.mtu,
     };
-    let link =
+    let moved =
         vf::attach(&mut node.host, pod_ns, &mut pod, vf_record, want).map_err(|e| match e {
             AttachError::NameTaken(_) => {
                 CniError::new(ErrorCode::InvalidEnvironment, format!("CNI_IFNAME: {e}"))
@@ -287,7 +299,17 @@ fn attach(
                     chain(&n)
                 ),
             ),
-        })?;
+        });
+    let link = match moved {
+        Ok(link) => link,
+        Err(e) => {
+            // Let the allocation finish so the rollback's IPAM DEL releases it.
+            if let Some(pending) = allocation {
+                let _ = pending.wait();
+            }
+            return Err(e);
+        }
+    };
 
     let mut result = prev_result(config)?;
     let index = result.interfaces.len();
@@ -299,14 +321,8 @@ fn attach(
         pci_id: Some(vf_record.pci.to_string()),
         ..Interface::default()
     });
-    if let Some(ipam) = ipam {
-        let target = Target {
-            container_id: &inv.container_id,
-            ifname: &inv.ifname,
-            netns: inv.netns.as_deref(),
-            cni_args: record.cni_args.as_deref(),
-        };
-        let mut assigned = ipam.add(&config.raw, config.version(), &target)?;
+    if let Some(pending) = allocation {
+        let mut assigned = pending.result()?;
         if assigned.ips.is_empty() {
             return Err(CniError::new(
                 ErrorCode::Ipam,
@@ -323,9 +339,7 @@ fn attach(
             .map_err(|e| kernel("cannot configure addresses and routes in the pod", &e))?;
         result.ips.extend(assigned.ips);
         result.routes.extend(assigned.routes);
-        if result.dns.is_null() || result.dns == Value::Object(Default::default()) {
-            result.dns = assigned.dns;
-        }
+        result.dns = assigned.dns;
     }
     if let Some(dns) = &config.conf.dns {
         result.dns = dns.clone();

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::config::Config;
-use crate::ipam::{Ipam, Target};
+use crate::ipam::Ipam;
 use crate::journal::{AttachmentKey, DeviceRecord};
 use crate::node::{Node, journal_error};
 use crate::settings::Settings;
@@ -59,18 +59,11 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
                 .map_err(journal_error)?;
         }
     }
-    if let Some(kind) = config.conf.ipam_type() {
-        let target = Target {
-            container_id: "",
-            ifname: "",
-            netns: None,
-            cni_args: None,
-        };
-        if let Err(e) = Ipam::find(kind, &inv.path, node.journal.dir())
-            .and_then(|ipam| ipam.forward_if_supported("GC", &config.raw, &target))
-        {
-            failures.push(e.msg);
-        }
+    if let Some(kind) = config.conf.ipam_type()
+        && let Err(e) = Ipam::find(kind, &inv.path, node.journal.dir())
+            .and_then(|ipam| ipam.forward_if_supported("GC", &config.raw))
+    {
+        failures.push(e.msg);
     }
     if failures.is_empty() {
         Ok(())

@@ -4,7 +4,7 @@ use std::fs;
 use std::os::unix::fs::OpenOptionsExt;
 
 use crate::config::Config;
-use crate::ipam::{Ipam, Target};
+use crate::ipam::Ipam;
 use crate::node::Node;
 use crate::settings::Settings;
 use crate::spec::env::Invocation;
@@ -58,13 +58,7 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
     if let Some(kind) = config.conf.ipam_type() {
         let ipam = Ipam::find(kind, &inv.path, node.journal.dir())
             .map_err(|e| unavailable(format!("IPAM not ready: {}", e.msg)))?;
-        let target = Target {
-            container_id: "",
-            ifname: "",
-            netns: None,
-            cni_args: None,
-        };
-        ipam.forward_if_supported("STATUS", &config.raw, &target)
+        ipam.forward_if_supported("STATUS", &config.raw)
             .map_err(|e| unavailable(format!("IPAM not ready: {}", e.msg)))?;
     }
     Ok(())

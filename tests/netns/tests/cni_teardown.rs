@@ -228,3 +228,54 @@ fn a_vf_in_a_live_pod_is_refused_and_a_repeated_add_too() {
         .expect_ok("DEL");
     node.assert_all_home();
 }
+
+#[test]
+fn del_when_names_are_taken_in_the_host() {
+    let node = SimNode::new("del_names_taken", 2);
+    // The VF's original name is taken while the pod runs: it comes home under its pod name.
+    let (call, conf) = add(&node, "p", "c1", 0);
+    node.sb.run_in(
+        "node",
+        "ip",
+        &[
+            "link", "add", "pf0v0", "type", "veth", "peer", "name", "blk0",
+        ],
+    );
+    node.spinel(&call.with_command("DEL"), &conf)
+        .expect_ok("DEL with the name taken");
+    let links = node.links("node");
+    let home = links
+        .links
+        .iter()
+        .find(|l| l.1 == node.vfs[0].mac)
+        .expect("VF 0 is in the host");
+    assert_eq!(home.0, "net1", "{links:?}");
+    assert_eq!(home.2, 9000, "MTU restored even without the name");
+    assert!(home.3.is_empty(), "alias restored");
+    assert!(node.journal_entries().is_empty() && node.leased_ips().is_empty());
+
+    // Both its pod name and its original name are taken: it leaves under its unique name.
+    let (call, conf) = add(&node, "q", "c2", 1);
+    node.sb.run_in(
+        "node",
+        "ip",
+        &[
+            "link", "add", "pf0v1", "type", "veth", "peer", "name", "blk1",
+        ],
+    );
+    node.sb
+        .run_in("node", "ip", &["link", "set", "net1", "down"]);
+    let out = node.spinel(&call.with_command("DEL"), &conf);
+    out.expect_ok("DEL with both names taken");
+    let links = node.links("node");
+    let home = links
+        .links
+        .iter()
+        .find(|l| l.1 == node.vfs[1].mac)
+        .expect("VF 1 is in the host");
+    assert!(
+        home.0.starts_with("spl"),
+        "left under its unique travel name: {links:?}"
+    );
+    assert!(node.journal_entries().is_empty() && node.leased_ips().is_empty());
+}

@@ -1,0 +1,287 @@
+//! `cni-bench`: whole-process ADD+DEL cycles of `spinel` against Debian's `host-device` doing
+//! the same job (move one interface into a pod namespace, address it with host-local), in one
+//! run, alternating, at a given concurrency. Reports per-cycle wall time (median, p99), ADD and
+//! DEL medians, CPU time (user + system of the plugin and its IPAM child) and the peak RSS of
+//! the plugin process tree, all from wait4.
+//!
+//! Usage: cni-bench [--cycles N] [--concurrency C] [--json]
+//! Needs root, Debian's containernetworking-plugins, and SPINEL_BIN pointing at a release build.
+
+// A benchmark harness fails loudly on setup errors.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use spinel_netns_tests::SimNode;
+use spinel_netns_tests::cni::CniCall;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Plugin {
+    Spinel,
+    HostDevice,
+}
+
+impl Plugin {
+    const BOTH: [Plugin; 2] = [Plugin::Spinel, Plugin::HostDevice];
+
+    fn name(self) -> &'static str {
+        match self {
+            Plugin::Spinel => "spinel",
+            Plugin::HostDevice => "host-device",
+        }
+    }
+}
+
+/// What one plugin call cost.
+#[derive(Clone, Copy)]
+struct Cost {
+    wall: Duration,
+    /// User + system CPU time of the plugin and its IPAM child.
+    cpu: Duration,
+    /// Peak RSS of the plugin process tree, KiB.
+    rss: u64,
+}
+
+/// Runs one plugin call and measures it.
+fn timed_call(node: &SimNode, plugin: Plugin, call: &CniCall, conf: &Value) -> Cost {
+    let mut cmd = node.command(&node.cni_path.join(plugin.name()));
+    call.apply(&mut cmd, &node.cni_path);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let start = Instant::now();
+    // Reaped by wait4 below, which also yields its resource usage.
+    #[allow(clippy::zombie_processes)]
+    let mut child = cmd.spawn().expect("spawn plugin");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(conf.to_string().as_bytes())
+        .expect("write config");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read result");
+    let (status, cpu, rss) = wait4(child.id());
+    let wall = start.elapsed();
+    assert!(
+        status == 0,
+        "{} {} failed ({status}): {out}",
+        plugin.name(),
+        call.command
+    );
+    Cost { wall, cpu, rss }
+}
+
+/// Waits for `pid`; returns (exit status, CPU time, ru_maxrss in KiB) of it and its children.
+fn wait4(pid: u32) -> (i32, Duration, u64) {
+    let mut status: nix::libc::c_int = 0;
+    // SAFETY: rusage is plain data the kernel fills; all-zero is a valid value for it.
+    #[allow(unsafe_code)]
+    let mut usage: nix::libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is our own child, not yet reaped (std's Child was never waited on); the
+    // pointers are valid for the duration of the call.
+    #[allow(unsafe_code)]
+    let rc = unsafe { nix::libc::wait4(pid as i32, &mut status, 0, &mut usage) };
+    assert_eq!(rc, pid as i32, "wait4 failed");
+    let tv = |t: nix::libc::timeval| {
+        Duration::from_micros(t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64)
+    };
+    let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    (nix::libc::WEXITSTATUS(status), cpu, usage.ru_maxrss as u64)
+}
+
+fn config(node: &SimNode, plugin: Plugin, vf: usize) -> Value {
+    let mut conf = node.conf("1.0.0", None);
+    match plugin {
+        Plugin::Spinel => conf["deviceID"] = json!(node.vfs[vf].pci),
+        Plugin::HostDevice => {
+            conf["type"] = json!("host-device");
+            conf["device"] = json!(node.vfs[vf].name);
+        }
+    }
+    conf
+}
+
+#[derive(Default)]
+struct Samples {
+    cycle: Vec<Duration>,
+    add: Vec<Duration>,
+    del: Vec<Duration>,
+    cpu: Vec<Duration>,
+    rss: u64,
+}
+
+fn percentile(mut values: Vec<Duration>, p: f64) -> f64 {
+    values.sort();
+    let idx = ((values.len() as f64 - 1.0) * p).round() as usize;
+    values[idx.min(values.len() - 1)].as_secs_f64() * 1e3
+}
+
+fn worker(node: &SimNode, netns: &Path, w: usize, cycles: usize) -> [Samples; 2] {
+    let mut samples: [Samples; 2] = Default::default();
+    for i in 0..=cycles {
+        // Alternate which plugin goes first, so neither always runs right after the other.
+        let order = if i % 2 == 0 {
+            Plugin::BOTH
+        } else {
+            [Plugin::HostDevice, Plugin::Spinel]
+        };
+        for plugin in order {
+            let call = CniCall::new(
+                "ADD",
+                &format!("b{w}-{i}-{}", plugin.name()),
+                Some(netns),
+                "net1",
+            );
+            let conf = config(node, plugin, w);
+            let add = timed_call(node, plugin, &call, &conf);
+            let del = timed_call(node, plugin, &call.with_command("DEL"), &conf);
+            // The first cycle warms caches (spinel's IPAM version cache): not counted.
+            if i > 0 {
+                let s = &mut samples[usize::from(plugin == Plugin::HostDevice)];
+                s.cycle.push(add.wall + del.wall);
+                s.add.push(add.wall);
+                s.del.push(del.wall);
+                s.cpu.push(add.cpu + del.cpu);
+                s.rss = s.rss.max(add.rss).max(del.rss);
+            }
+        }
+    }
+    samples
+}
+
+fn main() -> ExitCode {
+    let mut cycles = 200usize;
+    let mut concurrency = 1usize;
+    let mut as_json = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--cycles" => {
+                cycles = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--cycles N")
+            }
+            "--concurrency" => {
+                concurrency = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--concurrency C")
+            }
+            "--json" => as_json = true,
+            other => {
+                eprintln!("unknown argument {other}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    assert!(
+        std::env::var_os("SPINEL_BIN").is_some(),
+        "set SPINEL_BIN to a release build of spinel"
+    );
+    assert!(
+        Path::new("/usr/lib/cni/host-device").exists(),
+        "apt-get install containernetworking-plugins"
+    );
+    let node = Arc::new(SimNode::new("cni-bench", concurrency as u32));
+    let pods: Vec<_> = (0..concurrency)
+        .map(|w| node.pod(&format!("w{w}")))
+        .collect();
+    let per_worker = cycles.div_ceil(concurrency);
+
+    let results: Vec<[Samples; 2]> = std::thread::scope(|s| {
+        let handles: Vec<_> = pods
+            .iter()
+            .enumerate()
+            .map(|(w, netns)| {
+                let node = Arc::clone(&node);
+                s.spawn(move || worker(&node, netns, w, per_worker))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker"))
+            .collect()
+    });
+
+    let mut report = serde_json::Map::new();
+    let mut medians = [0.0f64; 2];
+    for (k, plugin) in Plugin::BOTH.into_iter().enumerate() {
+        let all = |pick: fn(&Samples) -> &Vec<Duration>| -> Vec<Duration> {
+            results
+                .iter()
+                .flat_map(|r| pick(&r[k]).iter().copied())
+                .collect()
+        };
+        let cycle = all(|s| &s.cycle);
+        medians[k] = percentile(cycle.clone(), 0.5);
+        report.insert(
+            plugin.name().into(),
+            json!({
+                "cycles": cycle.len(),
+                "median_ms": medians[k],
+                "p99_ms": percentile(cycle, 0.99),
+                "add_median_ms": percentile(all(|s| &s.add), 0.5),
+                "del_median_ms": percentile(all(|s| &s.del), 0.5),
+                "cpu_median_ms": percentile(all(|s| &s.cpu), 0.5),
+                "peak_rss_kib": results.iter().map(|r| r[k].rss).max().unwrap_or(0),
+            }),
+        );
+    }
+    let ratio = medians[0] / medians[1];
+    report.insert("concurrency".into(), json!(concurrency));
+    report.insert("median_ratio_spinel_over_host_device".into(), json!(ratio));
+    if as_json {
+        println!("{}", Value::Object(report));
+    } else {
+        println!(
+            "concurrency {concurrency}, {} ADD+DEL cycles per plugin",
+            per_worker * concurrency
+        );
+        println!(
+            "{:<12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10}",
+            "plugin", "median ms", "p99 ms", "ADD ms", "DEL ms", "CPU ms", "peak KiB"
+        );
+        for plugin in Plugin::BOTH {
+            let r = &report[plugin.name()];
+            let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
+            println!(
+                "{:<12} {:>10.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>10}",
+                plugin.name(),
+                f("median_ms"),
+                f("p99_ms"),
+                f("add_median_ms"),
+                f("del_median_ms"),
+                f("cpu_median_ms"),
+                r["peak_rss_kib"]
+            );
+        }
+        println!("median ratio spinel / host-device: {ratio:.3}");
+    }
+    // Both plugins must have given every VF back (host-device leaves its alias behind, so only
+    // names are compared) and released every address.
+    let links = node.links("node");
+    let home = node
+        .vfs
+        .iter()
+        .all(|vf| links.links.iter().any(|l| l.0 == vf.name));
+    if !home || !node.leased_ips().is_empty() {
+        eprintln!(
+            "a VF or an address leaked: {links:?} {:?}",
+            node.leased_ips()
+        );
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
