@@ -4,7 +4,8 @@
 //! DEL medians, CPU time (user + system of the plugin and its IPAM child) and the peak RSS of
 //! the plugin process tree, all from wait4.
 //!
-//! Usage: cni-bench [--cycles N] [--concurrency C] [--json]
+//! Usage: cni-bench [--cycles N] [--concurrency C] [--no-ipam] [--json]
+//! `--no-ipam` leaves IPAM out of both configurations, isolating each plugin's own cost.
 //! Needs root, Debian's containernetworking-plugins, and SPINEL_BIN pointing at a release build.
 
 // A benchmark harness fails loudly on setup errors.
@@ -100,8 +101,11 @@ fn wait4(pid: u32) -> (i32, Duration, u64) {
     (nix::libc::WEXITSTATUS(status), cpu, usage.ru_maxrss as u64)
 }
 
-fn config(node: &SimNode, plugin: Plugin, vf: usize) -> Value {
+fn config(node: &SimNode, plugin: Plugin, vf: usize, ipam: bool) -> Value {
     let mut conf = node.conf("1.0.0", None);
+    if !ipam {
+        conf.as_object_mut().expect("object").remove("ipam");
+    }
     match plugin {
         Plugin::Spinel => conf["deviceID"] = json!(node.vfs[vf].pci),
         Plugin::HostDevice => {
@@ -127,7 +131,7 @@ fn percentile(mut values: Vec<Duration>, p: f64) -> f64 {
     values[idx.min(values.len() - 1)].as_secs_f64() * 1e3
 }
 
-fn worker(node: &SimNode, netns: &Path, w: usize, cycles: usize) -> [Samples; 2] {
+fn worker(node: &SimNode, netns: &Path, w: usize, cycles: usize, ipam: bool) -> [Samples; 2] {
     let mut samples: [Samples; 2] = Default::default();
     for i in 0..=cycles {
         // Alternate which plugin goes first, so neither always runs right after the other.
@@ -143,7 +147,7 @@ fn worker(node: &SimNode, netns: &Path, w: usize, cycles: usize) -> [Samples; 2]
                 Some(netns),
                 "net1",
             );
-            let conf = config(node, plugin, w);
+            let conf = config(node, plugin, w, ipam);
             let add = timed_call(node, plugin, &call, &conf);
             let del = timed_call(node, plugin, &call.with_command("DEL"), &conf);
             // The first cycle warms caches (spinel's IPAM version cache): not counted.
@@ -164,6 +168,7 @@ fn main() -> ExitCode {
     let mut cycles = 200usize;
     let mut concurrency = 1usize;
     let mut as_json = false;
+    let mut ipam = true;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -180,6 +185,7 @@ fn main() -> ExitCode {
                     .expect("--concurrency C")
             }
             "--json" => as_json = true,
+            "--no-ipam" => ipam = false,
             other => {
                 eprintln!("unknown argument {other}");
                 return ExitCode::FAILURE;
@@ -206,7 +212,7 @@ fn main() -> ExitCode {
             .enumerate()
             .map(|(w, netns)| {
                 let node = Arc::clone(&node);
-                s.spawn(move || worker(&node, netns, w, per_worker))
+                s.spawn(move || worker(&node, netns, w, per_worker, ipam))
             })
             .collect();
         handles
@@ -241,6 +247,10 @@ fn main() -> ExitCode {
     }
     let ratio = medians[0] / medians[1];
     report.insert("concurrency".into(), json!(concurrency));
+    report.insert(
+        "ipam".into(),
+        json!(if ipam { "host-local" } else { "none" }),
+    );
     report.insert("median_ratio_spinel_over_host_device".into(), json!(ratio));
     if as_json {
         println!("{}", Value::Object(report));
