@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hostnet::mac::MacAddr;
+use hostnet::netlink::VfSettings;
 use hostnet::netns::NsId;
 use hostnet::sriov::{PciAddress, is_valid_ifname};
 use serde::{Deserialize, Serialize};
@@ -115,6 +116,8 @@ pub struct VfRecord {
     pub host_alias: Option<String>,
     /// Administrative state before ADD.
     pub host_up: bool,
+    /// PF-side attributes before ADD (VLAN, admin MAC, trust, ...), restored on DEL.
+    pub pf_before: Option<VfSettings>,
 }
 
 /// Which attachment holds a VF.
@@ -505,6 +508,7 @@ mod tests {
                 host_mtu: 1500,
                 host_alias: None,
                 host_up: false,
+                pf_before: None,
             }),
             result: None,
         }

@@ -11,6 +11,7 @@ pub mod ipam;
 pub mod ipconfig;
 pub mod journal;
 pub mod node;
+pub mod pf;
 pub mod settings;
 pub mod spec;
 pub mod teardown;

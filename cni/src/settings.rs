@@ -35,6 +35,9 @@ pub struct Settings {
     pub log_file: Option<PathBuf>,
     /// Default log level.
     pub log_level: LogLevel,
+    /// Tests only: record VF attribute requests in this directory instead of sending them to
+    /// the kernel (no kernel here implements them). Unset in production.
+    pub record_vf_requests_to: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -46,6 +49,7 @@ impl Default for Settings {
             lock_timeout_ms: 10_000,
             log_file: None,
             log_level: LogLevel::Warn,
+            record_vf_requests_to: None,
         }
     }
 }
@@ -98,12 +102,27 @@ impl Settings {
             ("stateDir", &settings.state_dir),
             ("sysfsRoot", &settings.sysfs_root),
             ("deviceInfoDir", &settings.device_info_dir),
+            (
+                "recordVfRequestsTo",
+                settings
+                    .record_vf_requests_to
+                    .as_ref()
+                    .unwrap_or(&settings.state_dir),
+            ),
         ] {
             if !p.is_absolute() {
                 return Err(invalid(format!("{name} must be an absolute path")));
             }
         }
         Ok(settings)
+    }
+
+    /// How VF attributes reach the PF.
+    pub fn pf_access(&self) -> crate::pf::PfAccess {
+        match &self.record_vf_requests_to {
+            Some(dir) => crate::pf::PfAccess::Recording(dir.clone()),
+            None => crate::pf::PfAccess::Kernel,
+        }
     }
 
     /// The VF lock timeout.

@@ -96,6 +96,19 @@ pub fn teardown(
                         errors.push(format!("give VF {} back to the host: {e}", vf_record.pci))
                     }
                 }
+                if let Some(before) = &vf_record.pf_before
+                    && let Err(e) =
+                        node.settings
+                            .pf_access()
+                            .apply(&mut node.host, &vf_record.pf, before)
+                {
+                    errors.push(format!(
+                        "restore VF {} attributes on PF {}: {}",
+                        vf_record.pci,
+                        vf_record.pf,
+                        chain(&e)
+                    ));
+                }
             }
         },
     }

@@ -1,6 +1,6 @@
 //! ADD: validate everything, record the intent, move the VF in, address it, answer.
 
-use hostnet::netlink::RouteSocket;
+use hostnet::netlink::{RouteSocket, VfSettings};
 use hostnet::netns::NetNs;
 use hostnet::sriov::{Driver, VirtualFunction};
 use serde_json::Value;
@@ -11,6 +11,7 @@ use crate::ipam::{Ipam, Target};
 use crate::ipconfig;
 use crate::journal::{AttachmentKey, AttachmentRecord, DeviceRecord, Phase, SCHEMA, VfRecord};
 use crate::node::{Node, journal_error, pod_namespace};
+use crate::pf::{PfError, differences};
 use crate::settings::Settings;
 use crate::spec::env::Invocation;
 use crate::spec::error::chain;
@@ -119,6 +120,14 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
                 ),
             )
         })?;
+    // Every PF-side attribute is set on every ADD (defaults for what the configuration leaves
+    // out), so nothing a pod whose DEL never ran left on the VF reaches the next one.
+    let pf_access = node.settings.pf_access();
+    let pf_before = pf_access
+        .read(&mut node.host, &vf.pf.name, vf.index)
+        .map_err(pf_error)?;
+    let admin_mac = mac.or(link.mac).unwrap_or(pf_before.mac);
+    let pf_settings = conf.vf_attributes()?.settings(vf.index, admin_mac);
     let mut record = AttachmentRecord {
         schema: SCHEMA,
         key: key.clone(),
@@ -137,6 +146,7 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
             host_mtu: link.mtu,
             host_alias: link.alias.clone(),
             host_up: link.up,
+            pf_before: Some(pf_before),
         }),
         result: None,
     };
@@ -147,14 +157,23 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
         .set_claim(&vf.pci, &key)
         .map_err(journal_error)?;
 
-    let attached =
-        attach(&mut node, &pod_ns, &record, inv, config, ipam.as_ref(), mac).and_then(|result| {
-            let json = result.to_json(version);
-            record.phase = Phase::Attached;
-            record.result = Some(json.clone());
-            node.journal.save(&record).map_err(journal_error)?;
-            Ok(json)
-        });
+    let attached = attach(
+        &mut node,
+        &pod_ns,
+        &record,
+        inv,
+        config,
+        ipam.as_ref(),
+        mac,
+        &pf_settings,
+    )
+    .and_then(|result| {
+        let json = result.to_json(version);
+        record.phase = Phase::Attached;
+        record.result = Some(json.clone());
+        node.journal.save(&record).map_err(journal_error)?;
+        Ok(json)
+    });
     match attached {
         Ok(json) => {
             tracing::info!(attachment = %key, vf = %vf.pci, "attached");
@@ -169,6 +188,38 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
             ))),
         },
     }
+}
+
+/// Sets the VF's PF-side attributes and reads them back: a PF that did not take them fails the
+/// ADD rather than handing the pod a VF that is not what was asked.
+fn set_vf_attributes(node: &mut Node, pf: &str, want: &VfSettings) -> Result<(), CniError> {
+    let access = node.settings.pf_access();
+    access.apply(&mut node.host, pf, want).map_err(pf_error)?;
+    let have = access
+        .read(&mut node.host, pf, want.index)
+        .map_err(pf_error)?;
+    let differs = differences(want, &have);
+    if differs.is_empty() {
+        Ok(())
+    } else {
+        Err(CniError::new(
+            ErrorCode::Device,
+            format!(
+                "PF {pf} did not apply VF {} attributes: {}",
+                want.index,
+                differs.join(", ")
+            ),
+        ))
+    }
+}
+
+/// Maps PF access failures to CNI errors.
+pub fn pf_error(e: PfError) -> CniError {
+    let code = match e {
+        PfError::Netlink(_) | PfError::Recording { .. } => ErrorCode::Kernel,
+        PfError::NoPf(_) | PfError::NoVf { .. } => ErrorCode::Device,
+    };
+    CniError::caused(code, "cannot set VF attributes through the PF", &e)
 }
 
 /// The chain's result so far, which ours extends.
@@ -261,8 +312,10 @@ fn attach(
     config: &Config,
     ipam: Option<&Ipam>,
     mac: Option<hostnet::mac::MacAddr>,
+    pf_settings: &VfSettings,
 ) -> Result<CniResult, CniError> {
     let DeviceRecord::Vf(vf_record) = &record.device;
+    set_vf_attributes(node, &vf_record.pf, pf_settings)?;
     let kernel = |what: &str, e: &dyn std::error::Error| {
         CniError::caused(ErrorCode::Kernel, what.to_owned(), e)
     };

@@ -11,6 +11,7 @@ mod neigh;
 mod route;
 mod rule;
 mod socket;
+mod vf;
 
 pub use addr::Address;
 pub use link::{Link, LinkChange};
@@ -18,6 +19,7 @@ pub use neigh::Neighbour;
 pub use route::Route;
 pub use rule::Rule;
 pub use socket::{NetlinkError, Socket};
+pub use vf::{VfLinkMode, VfSettings, VlanProto};
 
 use netlink_packet_route::RouteNetlinkMessage;
 

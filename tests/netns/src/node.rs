@@ -61,6 +61,8 @@ pub struct SimNode {
     pub cni_path: PathBuf,
     /// Device-info directory.
     pub devinfo_dir: PathBuf,
+    /// Where spinel records VF attribute requests (no kernel here implements them).
+    pub vf_requests: PathBuf,
     settings: PathBuf,
 }
 
@@ -121,6 +123,7 @@ impl SimNode {
         let state_dir = sb.dir().join("state");
         let ipam_dir = sb.dir().join("ipam");
         let devinfo_dir = sb.dir().join("devinfo");
+        let vf_requests = sb.dir().join("vf-requests");
         let cni_path = sb.dir().join("bin");
         fs::create_dir_all(&cni_path).unwrap();
         fs::create_dir_all(devinfo_dir.join("cni")).unwrap();
@@ -141,6 +144,7 @@ impl SimNode {
                 "deviceInfoDir": devinfo_dir,
                 "lockTimeoutMs": 20000,
                 "logLevel": "info",
+                "recordVfRequestsTo": vf_requests,
             })
             .to_string(),
         )
@@ -154,6 +158,7 @@ impl SimNode {
             ipam_dir,
             cni_path,
             devinfo_dir,
+            vf_requests,
             settings,
         }
     }
@@ -322,6 +327,25 @@ impl SimNode {
         drop(nl);
         drop(pod_ns);
         self.sb.delete_netns(pod);
+    }
+
+    /// The PF-side state of VF `index` as the recording double holds it.
+    pub fn vf_state(&self, index: u32) -> Option<Value> {
+        let text = fs::read_to_string(self.vf_requests.join("pf0.state.json")).ok()?;
+        let state: Value = serde_json::from_str(&text).ok()?;
+        state.get(index.to_string()).cloned()
+    }
+
+    /// Requests recorded for `pf0`: (encoded bytes, `ip link set` arguments).
+    pub fn vf_requests(&self) -> Vec<(Vec<u8>, String)> {
+        fs::read_to_string(self.vf_requests.join("pf0.requests"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let (hex, args) = l.split_once('\t').unwrap();
+                (crate::iproute2::from_hex(hex), args.to_owned())
+            })
+            .collect()
     }
 
     /// Writes a device-info file as Multus does and returns its path.
