@@ -17,6 +17,7 @@
 //! See `docs/kernel-tier.md` for how it works and how to run one program by hand.
 
 mod cpio;
+pub mod guest;
 mod initramfs;
 mod kernel;
 mod vm;
