@@ -102,7 +102,15 @@ pub struct Initramfs {
 impl Initramfs {
     /// Builds the initramfs for `kernel` with `modules` (plus [`BOOT_MODULES`]) into
     /// `cache_dir`, or reuses the one already there.
-    pub fn build(kernel: &Kernel, modules: &[&str], cache_dir: &Path) -> Result<Self, VmError> {
+    ///
+    /// `params` adds module parameters (`("ib_core", "netns_mode=0")`) to the built-in ones;
+    /// parameters on the kernel command line do not reach modules loaded by `insmod`.
+    pub fn build(
+        kernel: &Kernel,
+        modules: &[&str],
+        params: &[(&str, &str)],
+        cache_dir: &Path,
+    ) -> Result<Self, VmError> {
         let dep_path = kernel.modules.join("modules.dep");
         let dep = fs::read_to_string(&dep_path).map_err(|source| VmError::Io {
             what: "read modules.dep",
@@ -122,9 +130,10 @@ impl Initramfs {
         for part in [kernel.version.as_str(), STAGE1, STAGE2] {
             key.add(part.as_bytes());
         }
-        for (module, params) in MODULE_PARAMS {
+        let params: Vec<(&str, &str)> = MODULE_PARAMS.iter().chain(params).copied().collect();
+        for (module, p) in &params {
             key.add(module.as_bytes());
-            key.add(params.as_bytes());
+            key.add(p.as_bytes());
         }
         for (name, path) in &order {
             key.add(name.as_bytes());
@@ -170,9 +179,9 @@ impl Initramfs {
             w.file(&format!("modules/{name}.ko"), 0o644, &data)
                 .map_err(io)?;
             order_file.push_str(name);
-            if let Some((_, params)) = MODULE_PARAMS.iter().find(|(m, _)| m == name) {
+            for (_, p) in params.iter().filter(|(m, _)| m.replace('-', "_") == *name) {
                 order_file.push(' ');
-                order_file.push_str(params);
+                order_file.push_str(p);
             }
             order_file.push('\n');
         }

@@ -16,6 +16,12 @@ use crate::kernel::{Kernel, KernelError};
 /// The QEMU binary, looked up in `PATH`.
 const QEMU: &str = "qemu-system-x86_64";
 
+/// A minimal firmware for booting a Linux kernel directly.
+const QBOOT: &str = "/usr/share/qemu/qboot.rom";
+
+/// Failed runs' directories older than this are removed when a new run starts.
+const KEEP_FAILED_RUNS: Duration = Duration::from_secs(24 * 3600);
+
 /// One VM at a time per test process: TCG is CPU-bound and the machine has two cores, so
 /// parallel boots only make each other slower (and the timeouts flakier).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -137,6 +143,7 @@ impl Vm {
             current_dir: None,
             append: Vec::new(),
             nic_model: NicModel::VirtioNet,
+            module_params: Vec::new(),
         }
     }
 }
@@ -184,6 +191,7 @@ pub struct VmBuilder {
     current_dir: Option<PathBuf>,
     append: Vec<String>,
     nic_model: NicModel,
+    module_params: Vec<(String, String)>,
 }
 
 impl VmBuilder {
@@ -236,7 +244,15 @@ impl VmBuilder {
         self
     }
 
-    /// Appends a word to the kernel command line (`ib_core.netns_mode=0`, ...).
+    /// Passes `param` (`netns_mode=0`) when stage 1 loads `module` (`ib_core`), as
+    /// `options ib_core netns_mode=0` in modprobe.d does on a real host.
+    pub fn module_param(mut self, module: impl Into<String>, param: impl Into<String>) -> Self {
+        self.module_params.push((module.into(), param.into()));
+        self
+    }
+
+    /// Appends a word to the kernel command line (built-in code only: parameters of modules
+    /// go through [`VmBuilder::module_param`]).
     pub fn kernel_arg(mut self, arg: impl Into<String>) -> Self {
         self.append.push(arg.into());
         self
@@ -269,8 +285,14 @@ impl VmBuilder {
             modules.push(driver);
         }
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-        let initramfs = Initramfs::build(&kernel, &modules, &cache)?;
+        let params: Vec<(&str, &str)> = self
+            .module_params
+            .iter()
+            .map(|(m, p)| (m.as_str(), p.as_str()))
+            .collect();
+        let initramfs = Initramfs::build(&kernel, &modules, &params, &cache)?;
 
+        prune_old_runs(&cache.join("runs"));
         let dir = cache.join("runs").join(format!(
             "{}-{}",
             std::process::id(),
@@ -291,8 +313,13 @@ impl VmBuilder {
 
         let console = dir.join("console.log");
         let mut cmd = Command::new(qemu);
-        cmd.args(["-accel", "tcg", "-machine", "pc", "-cpu", "max"])
-            .args(["-m", &self.memory_mib.to_string()])
+        cmd.args(["-accel", "tcg", "-machine", "pc", "-cpu", "max"]);
+        // qboot (shipped with Debian's QEMU) starts the kernel sooner than SeaBIOS: about
+        // 0.4 s of a 6 s run under TCG on this machine.
+        if Path::new(QBOOT).is_file() {
+            cmd.args(["-bios", QBOOT]);
+        }
+        cmd.args(["-m", &self.memory_mib.to_string()])
             .args(["-smp", &self.cpus.to_string()])
             .args([
                 "-nodefaults",
@@ -416,6 +443,24 @@ fn command_script<S: AsRef<OsStr>>(cwd: &Path, env: &[(String, String)], argv: &
 /// Single-quotes a word for `sh`.
 fn quote(word: &OsStr) -> String {
     format!("'{}'", word.to_string_lossy().replace('\'', r"'\''"))
+}
+
+/// Removes run directories (kept because their run failed) older than [`KEEP_FAILED_RUNS`].
+fn prune_old_runs(runs: &Path) {
+    let Ok(entries) = fs::read_dir(runs) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > KEEP_FAILED_RUNS);
+        if old {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn read_lossy(path: &Path) -> String {

@@ -115,3 +115,14 @@ fn e1000e_nics_sit_directly_under_their_pci_function() {
     // virtio-net's netdev hangs off the virtio device, not the PCI function.
     assert!(virtio.stdout.contains("/virtio"), "{}", virtio.stdout);
 }
+
+#[test]
+fn ib_core_module_parameter_boots_in_exclusive_mode() {
+    // Production sets `options ib_core netns_mode=0`; the tier can boot the same way.
+    let out = Vm::builder()
+        .nics(1)
+        .module_param("ib_core", "netns_mode=0")
+        .run_script("rdma system show; cat /sys/module/ib_core/parameters/netns_mode");
+    out.assert_success();
+    assert!(out.stdout.contains("netns exclusive"), "{}", out.stdout);
+}

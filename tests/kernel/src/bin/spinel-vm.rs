@@ -1,8 +1,9 @@
 //! Runs one command in the kernel tier's VM, by hand.
 //!
 //! `spinel-vm [--nics N] [--memory MIB] [--cpus N] [--timeout SECS] [--kernel-arg ARG]...
-//! [--e1000e] [--console] -- PROGRAM [ARGS...]`: prints the command's stdout and stderr, the guest boot
-//! time on stderr, and exits with the command's status.
+//! [--module-param MODULE:PARAM=VALUE]... [--e1000e] [--console] -- PROGRAM [ARGS...]`:
+//! prints the command's stdout and stderr, the guest boot time on stderr, and exits with the
+//! command's status.
 
 use std::time::Duration;
 
@@ -22,6 +23,13 @@ fn main() -> anyhow::Result<()> {
             "--cpus" => vm = vm.cpus(value("--cpus")?.parse()?),
             "--timeout" => vm = vm.timeout(Duration::from_secs(value("--timeout")?.parse()?)),
             "--kernel-arg" => vm = vm.kernel_arg(value("--kernel-arg")?),
+            "--module-param" => {
+                let v = value("--module-param")?;
+                let (m, p) = v
+                    .split_once(':')
+                    .context("--module-param takes MODULE:PARAM=VALUE")?;
+                vm = vm.module_param(m, p);
+            }
             "--console" => console = true,
             "--e1000e" => vm = vm.nic_model(NicModel::E1000e),
             "--" => {
@@ -38,7 +46,7 @@ fn main() -> anyhow::Result<()> {
     }
     if argv.is_empty() {
         bail!(
-            "usage: spinel-vm [--nics N] [--memory MIB] [--cpus N] [--timeout SECS] [--kernel-arg ARG]... [--e1000e] [--console] -- PROGRAM [ARGS...]"
+            "usage: spinel-vm [--nics N] [--memory MIB] [--cpus N] [--timeout SECS] [--kernel-arg ARG]... [--module-param MODULE:PARAM=VALUE]... [--e1000e] [--console] -- PROGRAM [ARGS...]"
         );
     }
     let out = vm.try_run(&argv)?;
