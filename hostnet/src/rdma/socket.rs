@@ -223,6 +223,17 @@ impl RdmaSocket {
         replies.iter().map(|m| device_from(m, what)).collect()
     }
 
+    /// `rdma dev show <dev>` for the device with kernel index `index`.
+    pub fn device(&mut self, index: u32) -> Result<RdmaDevice, RdmaError> {
+        let what = format!("rdma dev show (index {index})");
+        let replies = self.socket.get(RdmaMessage::dev_get(index), what.clone())?;
+        let reply = replies.first().ok_or_else(|| RdmaError::MissingAttribute {
+            what: what.clone(),
+            attribute: "reply",
+        })?;
+        device_from(reply, &what)
+    }
+
     /// `rdma dev show <name>`.
     pub fn device_by_name(&mut self, name: &str) -> Result<RdmaDevice, RdmaError> {
         // The kernel looks devices up by index only; iproute2 too resolves names from a dump.

@@ -44,6 +44,15 @@ fn main() -> anyhow::Result<()> {
     ok("link add, devices (same as rdma dev show)");
 
     let rxe0 = rdma.device_by_name("rxe0")?;
+    ensure!(
+        rdma.device(rxe0.index)? == rxe0,
+        "GET by index differs from the dump"
+    );
+    let Err(err) = rdma.device(4242) else {
+        bail!("device 4242 exists");
+    };
+    ensure!(err.errno().is_some(), "{err}");
+    println!("unknown index error: {err}");
     let ports = rdma.ports(&rxe0)?;
     let eth0_index: u32 = sh("cat /sys/class/net/eth0/ifindex")?.trim().parse()?;
     ensure!(ports.len() == 1, "{ports:?}");
