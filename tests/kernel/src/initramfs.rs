@@ -18,7 +18,7 @@ use crate::kernel::Kernel;
 use crate::vm::VmError;
 
 /// Modules stage 1 needs to reach the host root and the NICs (Debian builds them as modules).
-pub const BOOT_MODULES: &[&str] = &["virtio_pci", "virtio_net", "9pnet_virtio", "9p"];
+pub const BOOT_MODULES: &[&str] = &["virtio_pci", "virtio_net", "9pnet_virtio", "9p", "overlay"];
 
 /// Modules loaded in every VM unless the builder says otherwise, in load order.
 ///
@@ -59,12 +59,20 @@ while read -r m params; do
 done < /modules/order
 $B mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose spinelroot /newroot \
   || fail "mount the host root (9p tag spinelroot)"
-# /var/lib is hidden by a tmpfs: /var/lib/spinel (and /var/lib/cni) must be writable and the
-# read-only host root cannot grow a mount point there.
-for d in tmp run var/tmp var/lib root; do
-  $B mount -t tmpfs -o mode=0755 tmpfs "/newroot/$d" || fail "tmpfs on /$d"
+# /run starts empty (the host's sockets and netns mounts mean nothing here). The other
+# writable places are overlays: the host's files stay visible (a checkout or target directory
+# under /tmp or /root still runs), writes go to tmpfs. Plain tmpfs if overlay is refused.
+$B mount -t tmpfs -o mode=0755 tmpfs /newroot/run || fail "tmpfs on /run"
+for d in tmp var/tmp var/lib root; do
+  ov=/newroot/run/spinel/overlay/$(echo "$d" | $B tr / _)
+  $B mkdir -p "$ov/upper" "$ov/work"
+  # The merged directory takes its mode from the upper one: keep the host's (1777 on /tmp).
+  $B chmod "$($B stat -c %a "/newroot/$d")" "$ov/upper"
+  $B mount -t overlay overlay -o "lowerdir=/newroot/$d,upperdir=$ov/upper,workdir=$ov/work" \
+    "/newroot/$d" \
+    || { echo "SPINEL-VM: overlay on /$d refused, using an empty tmpfs"; \
+         $B mount -t tmpfs -o mode=1777 tmpfs "/newroot/$d"; } || fail "writable /$d"
 done
-$B chmod 1777 /newroot/tmp /newroot/var/tmp
 $B mkdir -p /newroot/run/spinel/out /newroot/var/lib/spinel /newroot/run/netns
 $B mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 spinelout /newroot/run/spinel/out \
   || fail "mount the output share (9p tag spinelout)"

@@ -4,7 +4,7 @@
 //! PCI NICs with real sysfs), so tests in this crate boot `/boot/vmlinuz-<ver>` under
 //! `qemu-system-x86_64 -accel tcg` with a small initramfs built at test time. The host's root
 //! file system is shared read-only over virtio-9p, so any host binary (ours, `ip`, `rdma`,
-//! `strace`) runs in the VM unchanged; writable places are tmpfs; a second, writable 9p share
+//! `strace`) runs in the VM unchanged; writable places are tmpfs overlays; a second, writable 9p share
 //! carries the command in and its exit status and output back.
 //!
 //! ```no_run
