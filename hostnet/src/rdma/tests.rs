@@ -321,3 +321,15 @@ fn every_fixture_reply_decodes_and_reencodes_identically() {
     }
     assert!(count >= 20, "only {count} messages");
 }
+
+#[test]
+fn netns_mode_values_follow_the_uapi() {
+    // RDMA_NLDEV_SYS_ATTR_NETNS_MODE: 0 exclusive, 1 shared (rdma_netlink.h, rdma-cni).
+    for mode in [NetnsMode::Exclusive, NetnsMode::Shared] {
+        assert_eq!(NetnsMode::from_u8(mode.to_u8()), Some(mode));
+    }
+    assert_eq!(NetnsMode::Exclusive.to_u8(), 0);
+    assert_eq!(NetnsMode::from_u8(7), None);
+    assert_eq!(NetnsMode::Shared.to_string(), "shared");
+    assert_eq!(nldev_type(RDMA_NLDEV_CMD_SYS_SET), 0x1407);
+}

@@ -514,6 +514,21 @@ mod tests {
     }
 
     #[test]
+    fn missing_tools_name_the_package_to_install() {
+        assert!(
+            VmError::QemuMissing
+                .to_string()
+                .contains("apt-get install qemu-system-x86")
+        );
+        assert!(
+            VmError::BusyboxMissing
+                .to_string()
+                .contains("apt-get install busybox-static")
+        );
+        assert_eq!(find_in_path("surely-no-such-binary-spinel"), None);
+    }
+
+    #[test]
     fn tail_keeps_the_last_lines() {
         assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
         assert_eq!(tail("", 3), "");
