@@ -13,8 +13,11 @@
 //! bounded time and returns [`GidError::NotYetPopulated`], which a CNI maps to "try again
 //! later". Entries come and go with addresses, leaving holes; indices are never assumed.
 //!
-//! Sysfs shows the netdevs of the namespace it was mounted in: read the table of a device in a
-//! pod's namespace through a sysfs mounted from inside that namespace.
+//! Sysfs shows the RDMA devices visible to the namespace it was mounted in: in exclusive mode,
+//! read the table of a device moved into a pod through a sysfs mounted inside that namespace.
+//! `ndevs/<i>` is a bare name, not namespace-qualified: in shared mode every pod's `net1`
+//! appears as `net1` in the one table (seen in the kernel tier, 6.1), so the resolver always
+//! matches the address too, never the name alone.
 
 use std::fmt;
 use std::fs;

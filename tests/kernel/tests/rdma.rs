@@ -43,6 +43,7 @@ fn gid_table_and_resolver_against_rdma_rxe() {
         "ok hole after removal; other indices unchanged",
         "ok re-added address resolves again",
         "ok bounded wait ends in a retryable error",
+        "ok shared mode: pods' same-named interfaces told apart by address, inside and outside",
     ] {
         assert!(out.contains(step), "missing {step:?}");
     }

@@ -24,6 +24,17 @@ fn query(device: Option<&str>, netdev: &str, addr: &str) -> anyhow::Result<GidQu
 }
 
 fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, cmd, device, netdev, addr] = args.as_slice()
+        && cmd == "resolve"
+    {
+        // Sub-command for `ip netns exec <pod> vm-gid resolve ...`: resolve through the sysfs
+        // that `ip netns exec` mounted for the pod's namespace.
+        let m =
+            RdmaSysfs::default().resolve_wait(&query(Some(device), netdev, addr)?, WAIT, TICK)?;
+        println!("index {}", m.index);
+        return Ok(());
+    }
     let sysfs = RdmaSysfs::default();
     let mut rdma = RdmaSocket::open()?;
     sh("ip link set eth0 up && ip link add d0 type dummy && ip link set d0 up")?;
@@ -239,6 +250,48 @@ fn main() -> anyhow::Result<()> {
 
     let any: IpAddr = "192.0.2.1".parse()?;
     ensure!(gid_of(any) == again.gid);
+
+    pods_in_shared_mode(&sysfs)?;
+    Ok(())
+}
+
+/// Shared mode with macvlan pods: every pod names its interface `net1`, and all their GIDs land
+/// in the one table of rxe0, with ndev `net1` in every view (the name is not
+/// namespace-qualified). The address tells them apart, from the host's sysfs and from a sysfs
+/// mounted inside the pod.
+fn pods_in_shared_mode(sysfs: &RdmaSysfs) -> anyhow::Result<()> {
+    let mut index = Vec::new();
+    for (pod, addr) in [("podA", "10.1.0.5"), ("podB", "10.1.0.6")] {
+        sh(&format!(
+            "ip netns add {pod} && ip link add {pod}mv link eth0 type macvlan mode bridge && \
+             ip link set {pod}mv netns {pod} name net1 && ip -n {pod} link set net1 up && \
+             ip -n {pod} addr add {addr}/24 dev net1"
+        ))?;
+        let m = sysfs.resolve_wait(&query(Some("rxe0"), "net1", addr)?, WAIT, TICK)?;
+        let exe = std::env::current_exe()?;
+        let inside = sh(&format!(
+            "ip netns exec {pod} {} resolve rxe0 net1 {addr}",
+            exe.display()
+        ))?;
+        ensure!(
+            inside.trim() == format!("index {}", m.index),
+            "{pod}: {inside} vs {m:?}"
+        );
+        println!(
+            "{pod} {addr} on net1: index {} (same inside the pod)",
+            m.index
+        );
+        index.push(m.index);
+    }
+    ensure!(index[0] != index[1], "{index:?}");
+    let named_net1 = sysfs
+        .gid_entries("rxe0", 1)?
+        .into_iter()
+        .filter(|e| e.ndev.as_deref() == Some("net1"))
+        .count();
+    // Per pod: its IPv4 GID and its link-local one.
+    ensure!(named_net1 >= 4, "{named_net1} entries name net1");
+    ok("shared mode: pods' same-named interfaces told apart by address, inside and outside");
     Ok(())
 }
 
