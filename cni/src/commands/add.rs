@@ -157,17 +157,15 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
         .set_claim(&vf.pci, &key)
         .map_err(journal_error)?;
 
-    let attached = attach(
-        &mut node,
-        &pod_ns,
-        &record,
+    let plan = Plan {
+        pod_ns: &pod_ns,
         inv,
         config,
-        ipam.as_ref(),
+        ipam: ipam.as_ref(),
         mac,
-        &pf_settings,
-    )
-    .and_then(|result| {
+        pf_settings: &pf_settings,
+    };
+    let attached = attach(&mut node, &record, &plan).and_then(|result| {
         let json = result.to_json(version);
         record.phase = Phase::Attached;
         record.result = Some(json.clone());
@@ -304,16 +302,29 @@ fn make_room(
     Ok(())
 }
 
+/// What ADD decided, handed to the steps that change the system.
+struct Plan<'a> {
+    pod_ns: &'a NetNs,
+    inv: &'a Invocation,
+    config: &'a Config,
+    ipam: Option<&'a Ipam>,
+    mac: Option<hostnet::mac::MacAddr>,
+    pf_settings: &'a VfSettings,
+}
+
 fn attach(
     node: &mut Node,
-    pod_ns: &NetNs,
     record: &AttachmentRecord,
-    inv: &Invocation,
-    config: &Config,
-    ipam: Option<&Ipam>,
-    mac: Option<hostnet::mac::MacAddr>,
-    pf_settings: &VfSettings,
+    plan: &Plan<'_>,
 ) -> Result<CniResult, CniError> {
+    let Plan {
+        pod_ns,
+        inv,
+        config,
+        ipam,
+        mac,
+        pf_settings,
+    } = *plan;
     let DeviceRecord::Vf(vf_record) = &record.device;
     set_vf_attributes(node, &vf_record.pf, pf_settings)?;
     let kernel = |what: &str, e: &dyn std::error::Error| {
