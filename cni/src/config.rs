@@ -67,6 +67,12 @@ pub struct NetConf {
     /// Maximum TX rate in Mbit/s (default 0: none).
     #[serde(default)]
     pub max_tx_rate: Option<u32>,
+    /// Per-interface sysctls inside the pod.
+    #[serde(default)]
+    pub sysctls: Sysctls,
+    /// Per-NIC policy routing inside the pod.
+    #[serde(default)]
+    pub routing: Routing,
     /// IPAM delegate configuration, passed to the plugin named by `ipam.type`.
     #[serde(default)]
     pub ipam: Option<Value>,
@@ -91,6 +97,122 @@ pub struct NetConf {
     /// GC: the attachments that must be kept.
     #[serde(rename = "cni.dev/valid-attachments", default)]
     pub valid_attachments: Option<Vec<AttachmentRef>>,
+}
+
+/// Per-interface sysctls set inside the pod before the interface comes up. The defaults are
+/// what multi-NIC RoCE hosts need (research: IBM, Red Hat, libfabric): answer ARP only for
+/// the interface's own address, announce with it, loose reverse-path filtering, and announce
+/// the interface on link-up.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Sysctls {
+    /// `net.ipv4.conf.<if>.arp_ignore` (0-3 or 8).
+    pub arp_ignore: u8,
+    /// `net.ipv4.conf.<if>.arp_announce` (0-2).
+    pub arp_announce: u8,
+    /// `net.ipv4.conf.<if>.rp_filter` (0-2).
+    pub rp_filter: u8,
+    /// `net.ipv4.conf.<if>.arp_notify` (0-1).
+    pub arp_notify: u8,
+    /// `net.ipv6.conf.<if>.ndisc_notify` (0-1).
+    pub ndisc_notify: u8,
+}
+
+impl Default for Sysctls {
+    fn default() -> Self {
+        Self {
+            arp_ignore: 1,
+            arp_announce: 2,
+            rp_filter: 2,
+            arp_notify: 1,
+            ndisc_notify: 1,
+        }
+    }
+}
+
+impl Sysctls {
+    fn validate(&self) -> Result<(), CniError> {
+        for (field, value, ok) in [
+            (
+                "sysctls.arpIgnore",
+                self.arp_ignore,
+                self.arp_ignore <= 3 || self.arp_ignore == 8,
+            ),
+            (
+                "sysctls.arpAnnounce",
+                self.arp_announce,
+                self.arp_announce <= 2,
+            ),
+            ("sysctls.rpFilter", self.rp_filter, self.rp_filter <= 2),
+            ("sysctls.arpNotify", self.arp_notify, self.arp_notify <= 1),
+            (
+                "sysctls.ndiscNotify",
+                self.ndisc_notify,
+                self.ndisc_notify <= 1,
+            ),
+        ] {
+            if !ok {
+                return Err(invalid(format!(
+                    "{field}: {value} is not a value the kernel accepts"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per-NIC policy routing: a table per RoCE interface holding its connected route, its
+/// gateway route and the IPAM routes, and a rule sending traffic from its addresses there, so
+/// each rail's traffic leaves through its own NIC.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Routing {
+    /// Turn it off for single-NIC pods that do not need it.
+    pub enabled: bool,
+    /// Table id; derived from the interface name when unset (see [`table_for`]).
+    pub table: Option<u32>,
+    /// Preference of the `from <address>` rules.
+    pub rule_priority: u32,
+    /// Add a default route through the IPAM gateway to the table.
+    pub default_route: bool,
+}
+
+impl Default for Routing {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            table: None,
+            rule_priority: 1000,
+            default_route: true,
+        }
+    }
+}
+
+/// The table of interface `ifname`: 100 + N for names ending in a number N (`net1` → 101,
+/// `rail7` → 107, like Spiderpool's 101, 102, ... for net1, net2), otherwise 1000 plus the
+/// FNV-1a hash of the name modulo 1000. Deterministic, so DEL and CHECK find it again.
+pub fn table_for(ifname: &str) -> u32 {
+    let digits: String = ifname
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    if let Some(n) = digits
+        .chars()
+        .rev()
+        .collect::<String>()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n < 900)
+    {
+        return 100 + n;
+    }
+    let mut hash: u32 = 0x811c_9dc5;
+    for b in ifname.bytes() {
+        hash ^= u32::from(b);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    1000 + hash % 1000
 }
 
 /// `runtimeConfig` keys this plugin accepts (the capabilities it can declare).
@@ -355,6 +477,14 @@ impl NetConf {
 
     fn validate(&self) -> Result<(), CniError> {
         self.vf_attributes()?;
+        self.sysctls.validate()?;
+        if let Some(t) = self.routing.table
+            && (t == 0 || (253..=255).contains(&t) || t == u32::MAX)
+        {
+            return Err(invalid(format!(
+                "routing.table: {t} is reserved (0, 253-255 are unspec, default, main, local)"
+            )));
+        }
         if self.plugin_type != "spinel" {
             return Err(invalid(format!(
                 "type: expected \"spinel\", found {:?}",
@@ -570,6 +700,28 @@ mod tests {
             let err = parse(&format!("{{{base},{extra}}}")).unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidConfig, "{extra}");
             assert!(err.msg.contains(field), "{extra}: {}", err.msg);
+        }
+    }
+
+    #[test]
+    fn routing_tables_are_deterministic() {
+        assert_eq!(table_for("net1"), 101);
+        assert_eq!(table_for("rail12"), 112);
+        let t = table_for("roce");
+        assert!((1000..2000).contains(&t));
+        assert_eq!(t, table_for("roce"));
+        assert_ne!(table_for("roce"), table_for("rocf"));
+        let base = r#""cniVersion":"1.0.0","name":"n","type":"spinel""#;
+        for bad in [
+            r#""routing":{"table":254}"#,
+            r#""sysctls":{"arpIgnore":5}"#,
+            r#""sysctls":{"bogus":1}"#,
+        ] {
+            assert_eq!(
+                parse(&format!("{{{base},{bad}}}")).unwrap_err().code,
+                ErrorCode::InvalidConfig,
+                "{bad}"
+            );
         }
     }
 

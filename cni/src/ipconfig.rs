@@ -2,7 +2,7 @@
 
 use std::net::IpAddr;
 
-use hostnet::netlink::{NetlinkError, Route, RouteSocket};
+use hostnet::netlink::{NetlinkError, Route, RouteSocket, Rule};
 use ipnet::IpNet;
 
 use crate::spec::result::{CniResult, RouteConfig};
@@ -79,6 +79,138 @@ pub fn drift(
         });
         if !present {
             out.push(format!("route {want} is missing"));
+        }
+    }
+    Ok(out)
+}
+
+/// Where an interface's policy routing lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// The interface's own table.
+    pub table: u32,
+    /// Preference of its `from <address>` rules.
+    pub priority: u32,
+    /// Whether the table gets a default route through the IPAM gateway.
+    pub default_route: bool,
+}
+
+/// The routes of the interface's own table: for each address its connected route (with the
+/// address as source), the result's routes, and a default route through the address's gateway.
+fn policy_routes(oif: u32, result: &CniResult, policy: &Policy) -> Vec<Route> {
+    let mut routes = Vec::new();
+    for ip in &result.ips {
+        let mut connected = Route::new(ip.address.trunc());
+        connected.oif = Some(oif);
+        connected.table = policy.table;
+        connected.source = Some(ip.address.addr());
+        connected.link_scope = true;
+        routes.push(connected);
+        if policy.default_route
+            && let Some(gw) = ip.gateway
+        {
+            let any = if gw.is_ipv4() { "0.0.0.0/0" } else { "::/0" };
+            let mut default = Route::new(any.parse().unwrap_or_else(|_| ip.address.trunc()));
+            default.gateway = Some(gw);
+            default.oif = Some(oif);
+            default.table = policy.table;
+            routes.push(default);
+        }
+    }
+    for r in &result.routes {
+        let mut route = kernel_route(r, result, oif);
+        route.table = policy.table;
+        if !routes.iter().any(|k| k.destination == route.destination) {
+            routes.push(route);
+        }
+    }
+    routes
+}
+
+/// The rules steering traffic from the interface's addresses to its table.
+fn policy_rules(result: &CniResult, policy: &Policy) -> Vec<Rule> {
+    result
+        .ips
+        .iter()
+        .filter_map(|ip| {
+            let host = IpNet::new(
+                ip.address.addr(),
+                if ip.address.addr().is_ipv4() { 32 } else { 128 },
+            )
+            .ok()?;
+            Some(Rule {
+                source: host,
+                table: policy.table,
+                priority: policy.priority,
+            })
+        })
+        .collect()
+}
+
+/// Installs the interface's table and rules (`ip route add ... table T`, `ip rule add from A
+/// lookup T pref P`). Existing entries are accepted so a retried step converges.
+pub fn apply_policy(
+    pod: &mut RouteSocket,
+    oif: u32,
+    result: &CniResult,
+    policy: &Policy,
+) -> Result<(), NetlinkError> {
+    for route in policy_routes(oif, result, policy) {
+        match pod.add_route(&route) {
+            Err(e) if !e.is(libc::EEXIST) => return Err(e),
+            _ => {}
+        }
+    }
+    for rule in policy_rules(result, policy) {
+        match pod.add_rule(&rule) {
+            Err(e) if !e.is(libc::EEXIST) => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Removes every rule pointing at `table` (the routes leave with the interface).
+pub fn remove_policy(pod: &mut RouteSocket, table: u32) -> Result<(), NetlinkError> {
+    for ipv6 in [false, true] {
+        for rule in pod.rules(ipv6)?.into_iter().filter(|r| r.table == table) {
+            match pod.delete_rule(&rule) {
+                Err(e) if !e.is(libc::ENOENT) => return Err(e),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What is missing from the interface's table and rules, one line each.
+pub fn policy_drift(
+    pod: &mut RouteSocket,
+    oif: u32,
+    result: &CniResult,
+    policy: &Policy,
+) -> Result<Vec<String>, NetlinkError> {
+    let mut out = Vec::new();
+    for ipv6 in [false, true] {
+        let have = pod.routes(ipv6, policy.table)?;
+        for want in policy_routes(oif, result, policy)
+            .into_iter()
+            .filter(|r| r.destination.addr().is_ipv6() == ipv6)
+        {
+            if !have.iter().any(|k| {
+                k.destination == want.destination && k.gateway == want.gateway && k.oif == want.oif
+            }) {
+                out.push(format!("route {want} is missing"));
+            }
+        }
+        let rules = pod.rules(ipv6)?;
+        for want in policy_rules(result, policy)
+            .into_iter()
+            .filter(|r| r.source.addr().is_ipv6() == ipv6)
+        {
+            if !rules.contains(&want) {
+                out.push(format!("rule {want} is missing"));
+            }
         }
     }
     Ok(out)

@@ -14,6 +14,7 @@ pub mod node;
 pub mod pf;
 pub mod settings;
 pub mod spec;
+pub mod sysctls;
 pub mod teardown;
 pub mod vf;
 

@@ -13,6 +13,23 @@ use crate::spec::error::chain;
 use crate::spec::{CniError, ErrorCode, Version};
 use crate::vf;
 
+/// The policy routing table ADD used, from the configuration it recorded.
+fn policy_table(record: &AttachmentRecord) -> Option<u32> {
+    let routing = record.config.get("routing");
+    if routing
+        .and_then(|r| r.get("enabled"))
+        .and_then(|e| e.as_bool())
+        == Some(false)
+    {
+        return None;
+    }
+    let explicit = routing
+        .and_then(|r| r.get("table"))
+        .and_then(|t| t.as_u64())
+        .and_then(|t| u32::try_from(t).ok());
+    Some(explicit.unwrap_or_else(|| crate::config::table_for(&record.key.ifname)))
+}
+
 /// Releases everything `record` holds. The caller holds the VF's lock.
 pub fn teardown(
     node: &mut Node,
@@ -79,6 +96,13 @@ pub fn teardown(
                     },
                     None => None,
                 };
+                // Rules do not leave with the interface: remove them while the pod lives.
+                if let Some(pod) = pod.as_mut()
+                    && let Some(table) = policy_table(record)
+                    && let Err(e) = crate::ipconfig::remove_policy(pod, table)
+                {
+                    errors.push(format!("remove the policy rules of table {table}: {e}"));
+                }
                 match vf::detach(
                     &node.host_ns,
                     &mut node.host,

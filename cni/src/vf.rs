@@ -62,13 +62,14 @@ pub struct PodLinkSettings<'a> {
     pub mtu: Option<u32>,
 }
 
-/// Moves the VF described by `vf` into `pod` and configures it; returns the pod-side link.
-pub fn attach(
+/// Moves the VF described by `vf` into `pod` under the name `ifname`; the link is still down,
+/// so per-interface settings can be made before it announces itself.
+pub fn move_in(
     host: &mut RouteSocket,
     pod_ns: &NetNs,
     pod: &mut RouteSocket,
     vf: &VfRecord,
-    want: PodLinkSettings<'_>,
+    ifname: &str,
 ) -> Result<Link, AttachError> {
     let travel = travel_name(&vf.pci);
     let link = host
@@ -91,11 +92,22 @@ pub fn attach(
             pci: vf.pci.clone(),
             name: travel.clone(),
         })?;
-    match pod.set_link(moved.index, &LinkChange::new().name(want.ifname)) {
-        Ok(()) => {}
-        Err(e) if e.is(libc::EEXIST) => return Err(AttachError::NameTaken(want.ifname.to_owned())),
-        Err(e) => return Err(e.into()),
+    match pod.set_link(moved.index, &LinkChange::new().name(ifname)) {
+        Ok(()) => Ok(Link {
+            name: ifname.to_owned(),
+            ..moved
+        }),
+        Err(e) if e.is(libc::EEXIST) => Err(AttachError::NameTaken(ifname.to_owned())),
+        Err(e) => Err(e.into()),
     }
+}
+
+/// Sets MAC and MTU (when asked) and brings the pod interface up, in one request.
+pub fn bring_up(
+    pod: &mut RouteSocket,
+    link: &Link,
+    want: PodLinkSettings<'_>,
+) -> Result<Link, NetlinkError> {
     let mut change = LinkChange::new().up(true);
     if let Some(mac) = want.mac {
         change = change.mac(mac);
@@ -103,8 +115,10 @@ pub fn attach(
     if let Some(mtu) = want.mtu {
         change = change.mtu(mtu);
     }
-    pod.set_link(moved.index, &change)?;
-    Ok(pod.link_by_index(moved.index)?.unwrap_or(moved))
+    pod.set_link(link.index, &change)?;
+    Ok(pod
+        .link_by_index(link.index)?
+        .unwrap_or_else(|| link.clone()))
 }
 
 /// Where [`detach`] found the VF.

@@ -2,8 +2,9 @@
 
 use hostnet::netlink::{RouteSocket, VfSettings};
 use hostnet::netns::NetNs;
-use hostnet::sriov::{Driver, VirtualFunction};
+use hostnet::sriov::{Driver, PciAddress, VirtualFunction};
 use serde_json::Value;
+use std::path::PathBuf;
 
 use crate::config::Config;
 use crate::device;
@@ -17,6 +18,7 @@ use crate::spec::env::Invocation;
 use crate::spec::error::chain;
 use crate::spec::result::{CniResult, Interface};
 use crate::spec::{CniError, ErrorCode};
+use crate::sysctls;
 use crate::teardown::teardown;
 use crate::vf::{self, AttachError, PodLinkSettings};
 
@@ -175,7 +177,7 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
     match attached {
         Ok(json) => {
             tracing::info!(attachment = %key, vf = %vf.pci, "attached");
-            heal_dead_attachments(&mut node, &key, &inv.path);
+            heal_dead_attachments(&mut node, &key, &vf.pci, &inv.path);
             Ok(json)
         }
         Err(err) => match teardown(&mut node, &record, &inv.path) {
@@ -322,8 +324,8 @@ fn attach(
         inv,
         config,
         ipam,
-        mac,
         pf_settings,
+        ..
     } = *plan;
     let DeviceRecord::Vf(vf_record) = &record.device;
     set_vf_attributes(node, &vf_record.pf, pf_settings)?;
@@ -343,28 +345,7 @@ fn attach(
     let allocation = ipam
         .map(|i| i.start("ADD", &config.raw, config.version(), &target))
         .transpose()?;
-
-    let want = PodLinkSettings {
-        ifname: &inv.ifname,
-        mac,
-        mtu: config.conf.mtu,
-    };
-    let moved =
-        vf::attach(&mut node.host, pod_ns, &mut pod, vf_record, want).map_err(|e| match e {
-            AttachError::NameTaken(_) => {
-                CniError::new(ErrorCode::InvalidEnvironment, format!("CNI_IFNAME: {e}"))
-            }
-            AttachError::NotInHost { .. } => CniError::new(ErrorCode::Device, e.to_string()),
-            AttachError::Netlink(n) => CniError::new(
-                ErrorCode::Kernel,
-                format!(
-                    "cannot move VF {} into the pod: {}",
-                    vf_record.pci,
-                    chain(&n)
-                ),
-            ),
-        });
-    let link = match moved {
+    let link = match plug_in(node, &mut pod, plan, vf_record) {
         Ok(link) => link,
         Err(e) => {
             // Let the allocation finish so the rollback's IPAM DEL releases it.
@@ -401,6 +382,14 @@ fn attach(
         }
         ipconfig::apply(&mut pod, link.index, &assigned)
             .map_err(|e| kernel("cannot configure addresses and routes in the pod", &e))?;
+        if let Some(policy) = policy(config, &inv.ifname) {
+            ipconfig::apply_policy(&mut pod, link.index, &assigned, &policy).map_err(|e| {
+                kernel(
+                    "cannot install the interface's policy routing in the pod",
+                    &e,
+                )
+            })?;
+        }
         result.ips.extend(assigned.ips);
         result.routes.extend(assigned.routes);
         result.dns = assigned.dns;
@@ -411,14 +400,74 @@ fn attach(
     Ok(result)
 }
 
+/// Moves the VF's netdev in, sets its sysctls while it is still down (so `arp_notify` is in
+/// force when it comes up), and brings it up with the asked MAC and MTU.
+fn plug_in(
+    node: &mut Node,
+    pod: &mut RouteSocket,
+    plan: &Plan<'_>,
+    vf_record: &crate::journal::VfRecord,
+) -> Result<hostnet::netlink::Link, CniError> {
+    let Plan {
+        pod_ns,
+        inv,
+        config,
+        mac,
+        ..
+    } = *plan;
+    let moved =
+        vf::move_in(&mut node.host, pod_ns, pod, vf_record, &inv.ifname).map_err(|e| match e {
+            AttachError::NameTaken(_) => {
+                CniError::new(ErrorCode::InvalidEnvironment, format!("CNI_IFNAME: {e}"))
+            }
+            AttachError::NotInHost { .. } => CniError::new(ErrorCode::Device, e.to_string()),
+            AttachError::Netlink(n) => CniError::new(
+                ErrorCode::Kernel,
+                format!(
+                    "cannot move VF {} into the pod: {}",
+                    vf_record.pci,
+                    chain(&n)
+                ),
+            ),
+        })?;
+    sysctls::apply(pod_ns, &inv.ifname, &config.conf.sysctls)?;
+    let want = PodLinkSettings {
+        ifname: &inv.ifname,
+        mac,
+        mtu: config.conf.mtu,
+    };
+    vf::bring_up(pod, &moved, want).map_err(|e| {
+        CniError::caused(
+            ErrorCode::Kernel,
+            format!("cannot bring {} up in the pod", inv.ifname),
+            &e,
+        )
+    })
+}
+
+/// The interface's policy routing, unless turned off.
+pub fn policy(config: &Config, ifname: &str) -> Option<ipconfig::Policy> {
+    let routing = &config.conf.routing;
+    routing.enabled.then(|| ipconfig::Policy {
+        table: routing
+            .table
+            .unwrap_or_else(|| crate::config::table_for(ifname)),
+        priority: routing.rule_priority,
+        default_route: routing.default_route,
+    })
+}
+
 /// Releases a few attachments whose pods died without a DEL (Multus sends GC only to the
 /// default network, so a secondary network must clean up after itself). Best effort: busy VFs
 /// are skipped, failures are logged, the ADD's answer does not change.
 fn heal_dead_attachments(
     node: &mut Node,
     current: &AttachmentKey,
-    cni_path: &[std::path::PathBuf],
+    held: &PciAddress,
+    cni_path: &[PathBuf],
 ) {
+    // Temporaries of writers killed before their first record landed name nothing to clean.
+    node.journal.sweep_temporaries();
     let Ok(records) = node.journal.records() else {
         return;
     };
@@ -428,8 +477,14 @@ fn heal_dead_attachments(
         .take(HEAL_PER_ADD);
     for record in dead {
         let DeviceRecord::Vf(v) = &record.device;
-        let Ok(_lock) = node.journal.lock_vf(&v.pci, std::time::Duration::ZERO) else {
-            continue;
+        // This ADD holds its own VF's lock already; any other VF is only touched if free.
+        let _lock = if v.pci == *held {
+            None
+        } else {
+            match node.journal.lock_vf(&v.pci, std::time::Duration::ZERO) {
+                Ok(lock) => Some(lock),
+                Err(_) => continue,
+            }
         };
         // Re-read under the lock: a DEL may have finished it meanwhile.
         let Ok(Some(fresh)) = node.journal.load(&record.key) else {

@@ -12,6 +12,7 @@ use crate::settings::Settings;
 use crate::spec::env::Invocation;
 use crate::spec::result::CniResult;
 use crate::spec::{CniError, ErrorCode};
+use crate::sysctls;
 use crate::vf::marker;
 
 /// Runs CHECK.
@@ -114,6 +115,12 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
             };
             drift
                 .extend(ipconfig::drift(&mut pod, link.index, &inv.ifname, &mine).map_err(kernel)?);
+            drift.extend(sysctls::drift(&pod_ns, &inv.ifname, &config.conf.sysctls));
+            if let Some(policy) = crate::commands::add::policy(config, &inv.ifname) {
+                drift.extend(
+                    ipconfig::policy_drift(&mut pod, link.index, &mine, &policy).map_err(kernel)?,
+                );
+            }
         }
     }
     if let Some(prev) = &config.conf.prev_result

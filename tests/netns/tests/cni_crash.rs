@@ -33,6 +33,8 @@ fn was_killed(out: &CniOutput) -> bool {
     out.signal == Some(9)
 }
 
+/// Recovery the way the world brings it: the runtime's DEL after the failed ADD; or the pod
+/// dies and the device plugin hands the VF to a new pod, whose ADD must heal it; or GC.
 fn recover(node: &SimNode, call: &CniCall, conf: &Value, how: usize) {
     match how % 3 {
         0 => {
@@ -40,10 +42,15 @@ fn recover(node: &SimNode, call: &CniCall, conf: &Value, how: usize) {
                 .expect_ok("recovery DEL");
         }
         1 => {
-            node.spinel(&call.with_command("ADD"), conf)
-                .expect_ok("recovery ADD");
-            node.spinel(&call.with_command("DEL"), conf)
-                .expect_ok("DEL after recovery ADD");
+            node.kill_pod_like_kernel("p");
+            let fresh = node.pod("fresh");
+            let next = CniCall::new("ADD", &format!("next{how}"), Some(&fresh), "net1");
+            node.spinel(&next, conf)
+                .expect_ok("the next pod's ADD of the same VF");
+            node.spinel(&next.with_command("DEL"), conf)
+                .expect_ok("the next pod's DEL");
+            node.sb.delete_netns("fresh");
+            node.pod("p");
         }
         _ => {
             let mut gc = conf.clone();
