@@ -1,6 +1,8 @@
 //! Multi-NIC pods: per-interface sysctls and per-NIC policy routing, on two routed L3 rails
 //! (one subnet per leaf per rail), as NCCL needs them.
 
+#![allow(clippy::unwrap_used)] // test helpers fail loudly
+
 use serde_json::json;
 use spinel_netns_tests::SimNode;
 use spinel_netns_tests::cni::{CniCall, with_prev_result};
