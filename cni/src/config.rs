@@ -67,12 +67,19 @@ pub struct NetConf {
     /// Maximum TX rate in Mbit/s (default 0: none).
     #[serde(default)]
     pub max_tx_rate: Option<u32>,
+    /// `vf` (default): move the VF's netdev into the pod. `macvlan`: create a macvlan on
+    /// `pfName` inside the pod and share the PF's RDMA device.
+    #[serde(default)]
+    pub mode: AttachMode,
     /// Per-interface sysctls inside the pod.
     #[serde(default)]
     pub sysctls: Sysctls,
     /// Per-NIC policy routing inside the pod.
     #[serde(default)]
     pub routing: Routing,
+    /// The VF's RDMA device and its RoCE v2 GID.
+    #[serde(default)]
+    pub rdma: Rdma,
     /// IPAM delegate configuration, passed to the plugin named by `ipam.type`.
     #[serde(default)]
     pub ipam: Option<Value>,
@@ -213,6 +220,65 @@ pub fn table_for(ifname: &str) -> u32 {
         hash = hash.wrapping_mul(0x0100_0193);
     }
     1000 + hash % 1000
+}
+
+/// How the pod gets its interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachMode {
+    /// An SR-IOV VF.
+    #[default]
+    Vf,
+    /// A macvlan on the PF.
+    Macvlan,
+}
+
+/// What the network needs of the RDMA subsystem.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Rdma {
+    /// The RDMA namespace mode the network requires: `any` (default), `exclusive` (the pod
+    /// gets its own RDMA device, moved into its namespace) or `shared`.
+    pub netns_mode: NetnsRequirement,
+    /// Whether ADD must find the interface's RoCE v2 GID (`required`, the default when the
+    /// VF has an RDMA device), only report it when found (`optional`), or skip it (`off`).
+    pub gid: GidPolicy,
+    /// How long ADD waits for the kernel to add the GID after the address.
+    pub gid_timeout_ms: u64,
+}
+
+impl Default for Rdma {
+    fn default() -> Self {
+        Self {
+            netns_mode: NetnsRequirement::Any,
+            gid: GidPolicy::Required,
+            gid_timeout_ms: 3000,
+        }
+    }
+}
+
+/// `rdma.netnsMode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetnsRequirement {
+    /// Whatever the node runs.
+    Any,
+    /// Each pod owns its RDMA device.
+    Exclusive,
+    /// RDMA devices stay in the host namespace, visible to every pod.
+    Shared,
+}
+
+/// `rdma.gid`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GidPolicy {
+    /// ADD fails (code 11) when the GID does not appear in time.
+    Required,
+    /// The GID is reported when found.
+    Optional,
+    /// No GID lookup.
+    Off,
 }
 
 /// `runtimeConfig` keys this plugin accepts (the capabilities it can declare).
@@ -527,9 +593,48 @@ impl NetConf {
                     "pfName: {pf:?} is not a valid interface name"
                 )));
             }
-            (Some(_), None) => return Err(invalid("vfIndex: required with pfName")),
+            (Some(_), None) if self.mode == AttachMode::Vf => {
+                return Err(invalid("vfIndex: required with pfName"));
+            }
             (None, Some(_)) => return Err(invalid("pfName: required with vfIndex")),
             _ => {}
+        }
+        if let Some(pf) = &self.pf_name
+            && !is_valid_ifname(pf)
+        {
+            return Err(invalid(format!(
+                "pfName: {pf:?} is not a valid interface name"
+            )));
+        }
+        if self.mode == AttachMode::Macvlan {
+            if self.pf_name.is_none() {
+                return Err(invalid(
+                    "pfName: macvlan mode needs the PF to put the macvlan on",
+                ));
+            }
+            if self.vf_index.is_some() {
+                return Err(invalid("vfIndex: not used in macvlan mode"));
+            }
+            let vf_only = [
+                ("vlan", self.vlan.is_some()),
+                ("vlanQoS", self.vlan_qos.is_some()),
+                ("vlanProto", self.vlan_proto.is_some()),
+                ("spoofchk", self.spoofchk.is_some()),
+                ("trust", self.trust.is_some()),
+                ("linkState", self.link_state.is_some()),
+                ("minTxRate", self.min_tx_rate.is_some()),
+                ("maxTxRate", self.max_tx_rate.is_some()),
+            ];
+            if let Some((field, _)) = vf_only.iter().find(|(_, set)| *set) {
+                return Err(invalid(format!(
+                    "{field}: a VF attribute, not used in macvlan mode"
+                )));
+            }
+            if self.rdma.netns_mode == NetnsRequirement::Exclusive {
+                return Err(invalid(
+                    "rdma.netnsMode: macvlan mode shares the PF's RDMA device, it cannot be exclusive",
+                ));
+            }
         }
         if let Some(i) = self.vf_index
             && i > 4095

@@ -94,6 +94,29 @@ pub struct AttachmentRecord {
 pub enum DeviceRecord {
     /// An SR-IOV VF moved into the pod.
     Vf(VfRecord),
+    /// A macvlan created on the PF inside the pod (shared RDMA device).
+    Macvlan(MacvlanRecord),
+}
+
+impl DeviceRecord {
+    /// The RDMA devices the attachment uses and whether they moved into the pod.
+    pub fn rdma(&self) -> (&[String], bool) {
+        match self {
+            DeviceRecord::Vf(v) => (&v.rdma_devices, v.rdma_exclusive),
+            DeviceRecord::Macvlan(m) => (&m.rdma_devices, false),
+        }
+    }
+}
+
+/// A macvlan attachment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MacvlanRecord {
+    /// The PF netdev it sits on.
+    pub master: String,
+    /// The PF's RDMA devices (shared by every pod on the PF).
+    #[serde(default)]
+    pub rdma_devices: Vec<String>,
 }
 
 /// A VF and the state it had in the host before the attachment.
@@ -118,6 +141,12 @@ pub struct VfRecord {
     pub host_up: bool,
     /// PF-side attributes before ADD (VLAN, admin MAC, trust, ...), restored on DEL.
     pub pf_before: Option<VfSettings>,
+    /// The VF's RDMA devices.
+    #[serde(default)]
+    pub rdma_devices: Vec<String>,
+    /// Whether they move into the pod (the node runs the RDMA subsystem in exclusive mode).
+    #[serde(default)]
+    pub rdma_exclusive: bool,
 }
 
 /// Which attachment holds a VF.
@@ -153,18 +182,18 @@ pub enum JournalError {
         reason: String,
     },
     /// The lock was not granted in time.
-    #[error("VF {pci} is busy: another spinel operation held its lock for more than {waited:?}")]
+    #[error("{what} is busy: another spinel operation held its lock for more than {waited:?}")]
     LockTimeout {
-        /// The VF.
-        pci: PciAddress,
+        /// What is locked (`VF 0000:3b:00.2`, `attachment c1/net1`).
+        what: String,
         /// How long we waited.
         waited: Duration,
     },
 }
 
-/// A held VF lock; released when dropped (or when the process dies).
+/// A held lock; released when dropped (or when the process dies).
 #[derive(Debug)]
-pub struct VfLock {
+pub struct Lock {
     _file: File,
 }
 
@@ -215,8 +244,38 @@ impl Journal {
     }
 
     /// Takes the VF's lock, waiting up to `timeout`.
-    pub fn lock_vf(&self, pci: &PciAddress, timeout: Duration) -> Result<VfLock, JournalError> {
-        let path = self.dir.join("locks").join(format!("{pci}.lock"));
+    pub fn lock_vf(&self, pci: &PciAddress, timeout: Duration) -> Result<Lock, JournalError> {
+        self.lock(&format!("{pci}.lock"), format!("VF {pci}"), timeout)
+    }
+
+    /// Takes an attachment's own lock (devices that are not shared between attachments, like
+    /// a macvlan, need no other).
+    pub fn lock_attachment(
+        &self,
+        key: &AttachmentKey,
+        timeout: Duration,
+    ) -> Result<Lock, JournalError> {
+        self.lock(
+            &format!("att.{}.{}.lock", key.container_id, key.ifname),
+            format!("attachment {key}"),
+            timeout,
+        )
+    }
+
+    /// Takes the lock that guards `record`'s device.
+    pub fn lock_device(
+        &self,
+        record: &AttachmentRecord,
+        timeout: Duration,
+    ) -> Result<Lock, JournalError> {
+        match &record.device {
+            DeviceRecord::Vf(v) => self.lock_vf(&v.pci, timeout),
+            DeviceRecord::Macvlan(_) => self.lock_attachment(&record.key, timeout),
+        }
+    }
+
+    fn lock(&self, file: &str, what: String, timeout: Duration) -> Result<Lock, JournalError> {
+        let path = self.dir.join("locks").join(file);
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -228,14 +287,14 @@ impl Journal {
         let mut pause = Duration::from_millis(1);
         loop {
             match file.try_lock() {
-                Ok(()) => return Ok(VfLock { _file: file }),
+                Ok(()) => return Ok(Lock { _file: file }),
                 Err(fs::TryLockError::WouldBlock) if start.elapsed() < timeout => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(20));
                 }
                 Err(fs::TryLockError::WouldBlock) => {
                     return Err(JournalError::LockTimeout {
-                        pci: pci.clone(),
+                        what,
                         waited: start.elapsed(),
                     });
                 }
@@ -509,6 +568,8 @@ mod tests {
                 host_alias: None,
                 host_up: false,
                 pf_before: None,
+                rdma_devices: Vec::new(),
+                rdma_exclusive: false,
             }),
             result: None,
         }

@@ -35,6 +35,9 @@ pub struct Settings {
     pub log_file: Option<PathBuf>,
     /// Default log level.
     pub log_level: LogLevel,
+    /// Where each attachment's RoCE details (RDMA device, GID index, NCCL hints) are
+    /// published for workloads: `<dir>/<containerID>/<ifname>.json` and `.env`.
+    pub roce_info_dir: PathBuf,
     /// Tests only: record VF attribute requests in this directory instead of sending them to
     /// the kernel (no kernel here implements them). Unset in production.
     pub record_vf_requests_to: Option<PathBuf>,
@@ -49,6 +52,7 @@ impl Default for Settings {
             lock_timeout_ms: 10_000,
             log_file: None,
             log_level: LogLevel::Warn,
+            roce_info_dir: PathBuf::from("/run/spinel/roce"),
             record_vf_requests_to: None,
         }
     }
@@ -102,6 +106,7 @@ impl Settings {
             ("stateDir", &settings.state_dir),
             ("sysfsRoot", &settings.sysfs_root),
             ("deviceInfoDir", &settings.device_info_dir),
+            ("roceInfoDir", &settings.roce_info_dir),
             (
                 "recordVfRequestsTo",
                 settings

@@ -174,6 +174,61 @@ impl NetNs {
         Ok(f())
     }
 
+    /// Runs `f` with a sysfs that describes this namespace, mounted at a private directory it
+    /// is given (`/sys/class/net`, the RDMA devices moved here, their GID tables). sysfs shows
+    /// the namespace of whoever mounted it, so this mounts a fresh one, as `ip netns exec` does,
+    /// from a short-lived thread in its own mount namespace; nothing is visible outside it and
+    /// the mount disappears with the thread.
+    pub fn with_sysfs<T: Send>(&self, f: impl FnOnce(&Path) -> T + Send) -> Result<T, NetNsError> {
+        let dir = std::env::temp_dir().join(format!(
+            ".spinel-sysfs.{}.{}",
+            std::process::id(),
+            self.id.ino
+        ));
+        let err = |source: io::Error| NetNsError::Persist {
+            action: "mount sysfs of",
+            path: self.path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(err)?;
+        let ns = &self.file;
+        let path = &self.path;
+        let result = std::thread::scope(|s| {
+            s.spawn(|| -> Result<T, NetNsError> {
+                use nix::mount::{MsFlags, mount};
+                nix::sched::unshare(CloneFlags::CLONE_NEWNS).map_err(|e| err(e.into()))?;
+                // Keep our mounts from propagating back to the host's mount namespace.
+                mount(
+                    None::<&str>,
+                    "/",
+                    None::<&str>,
+                    MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                    None::<&str>,
+                )
+                .map_err(|e| err(e.into()))?;
+                setns(ns.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|source| {
+                    NetNsError::Enter {
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
+                mount(
+                    Some("sysfs"),
+                    &dir,
+                    Some("sysfs"),
+                    MsFlags::empty(),
+                    None::<&str>,
+                )
+                .map_err(|e| err(e.into()))?;
+                Ok(f(&dir))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(err(io::Error::other("sysfs thread panicked"))))
+        });
+        let _ = std::fs::remove_dir(&dir);
+        result
+    }
+
     /// Creates a new namespace and pins it with a bind mount at `path` (like `ip netns add`).
     ///
     /// The work happens on a short-lived thread so the caller's namespace never changes.
@@ -324,6 +379,37 @@ mod tests {
         NetNs::remove_at(&path).unwrap();
         assert!(!path.exists());
         assert!(NetNs::open(&path).unwrap_err().is_gone());
+    }
+
+    #[test]
+    fn sysfs_as_the_namespace_sees_it() {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ns");
+        let ns = NetNs::create_at(&path).unwrap();
+        ns.run(|| {
+            std::process::Command::new("ip")
+                .args([
+                    "link", "add", "only0", "type", "veth", "peer", "name", "only1",
+                ])
+                .status()
+        })
+        .unwrap()
+        .unwrap();
+        let inside = ns
+            .with_sysfs(|root| root.join("class/net/only0").exists())
+            .unwrap();
+        assert!(inside, "the namespace's own sysfs lists its links");
+        assert!(
+            !Path::new("/sys/class/net/only0").exists(),
+            "the host's sysfs does not"
+        );
+        assert_eq!(
+            NetNs::current().unwrap().id(),
+            NetNs::open("/proc/self/ns/net").unwrap().id()
+        );
+        drop(ns);
+        NetNs::remove_at(&path).unwrap();
     }
 
     #[test]

@@ -318,6 +318,11 @@ impl Sysfs {
         })
     }
 
+    /// The RDMA devices of the PCI function at `pci` (`infiniband/` under its sysfs entry).
+    pub fn rdma_devices_of(&self, pci: &PciAddress) -> Result<Vec<String>, SriovError> {
+        self.list_names(&self.device_dir(pci).join("infiniband"))
+    }
+
     /// Every VF of `pf`, by index.
     pub fn vfs_of(&self, pf: &PhysicalFunction) -> Result<Vec<(u32, PciAddress)>, SriovError> {
         let dir = self.device_dir(&pf.pci);

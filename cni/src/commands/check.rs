@@ -13,7 +13,6 @@ use crate::spec::env::Invocation;
 use crate::spec::result::CniResult;
 use crate::spec::{CniError, ErrorCode};
 use crate::sysctls;
-use crate::vf::marker;
 
 /// Runs CHECK.
 pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), CniError> {
@@ -70,7 +69,13 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
     let kernel = |e: hostnet::netlink::NetlinkError| {
         CniError::caused(ErrorCode::Kernel, "cannot read the pod's interfaces", &e)
     };
-    let DeviceRecord::Vf(vf) = &record.device;
+    let (marker, what) = match &record.device {
+        DeviceRecord::Vf(vf) => (crate::vf::marker(&vf.pci), format!("VF {}", vf.pci)),
+        DeviceRecord::Macvlan(_) => (
+            crate::macvlan::marker(&key),
+            format!("the macvlan of {key}"),
+        ),
+    };
     let expected = recorded
         .interfaces
         .iter()
@@ -78,8 +83,8 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
     match pod.link_by_name(&inv.ifname).map_err(kernel)? {
         None => drift.push(format!("interface {} is missing", inv.ifname)),
         Some(link) => {
-            if link.alias.as_deref() != Some(marker(&vf.pci).as_str()) {
-                drift.push(format!("interface {} is not VF {}", inv.ifname, vf.pci));
+            if link.alias.as_deref() != Some(marker.as_str()) {
+                drift.push(format!("interface {} is not {what}", inv.ifname));
             }
             if !link.up {
                 drift.push(format!("interface {} is down", inv.ifname));
@@ -116,6 +121,11 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
             drift
                 .extend(ipconfig::drift(&mut pod, link.index, &inv.ifname, &mine).map_err(kernel)?);
             drift.extend(sysctls::drift(&pod_ns, &inv.ifname, &config.conf.sysctls));
+            if let Some(exp) = expected
+                && let Some(roce) = exp.extra.get("roce")
+            {
+                drift.extend(gid_drift(&node, &pod_ns, &record.device, &inv.ifname, roce));
+            }
             if let Some(policy) = crate::commands::add::policy(config, &inv.ifname) {
                 drift.extend(
                     ipconfig::policy_drift(&mut pod, link.index, &mine, &policy).map_err(kernel)?,
@@ -149,6 +159,54 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
         )?;
     }
     Ok(())
+}
+
+/// Whether the GID ADD published still maps the pod's address on its interface.
+fn gid_drift(
+    node: &Node,
+    pod_ns: &NetNs,
+    device: &DeviceRecord,
+    ifname: &str,
+    roce: &serde_json::Value,
+) -> Vec<String> {
+    let (Some(index), Some(addr)) = (
+        roce.get("gidIndex").and_then(serde_json::Value::as_u64),
+        node_address(roce),
+    ) else {
+        return vec!["the recorded RoCE details are incomplete".into()];
+    };
+    let (devices, exclusive) = device.rdma();
+    let zero = std::time::Duration::ZERO;
+    let found = if exclusive {
+        pod_ns
+            .with_sysfs(|root| crate::roce::resolve_gid(root, devices, ifname, addr, zero))
+            .ok()
+    } else {
+        Some(crate::roce::resolve_gid(
+            &node.settings.sysfs_root,
+            devices,
+            ifname,
+            addr,
+            zero,
+        ))
+    };
+    match found {
+        Some(Ok(m)) if u64::from(m.index) == index => Vec::new(),
+        Some(Ok(m)) => vec![format!(
+            "RoCE v2 GID of {addr} moved from index {index} to {}",
+            m.index
+        )],
+        _ => vec![format!("no RoCE v2 GID for {addr} on {ifname} any more")],
+    }
+}
+
+fn node_address(roce: &serde_json::Value) -> Option<std::net::IpAddr> {
+    let gid: std::net::Ipv6Addr = roce.get("gid")?.as_str()?.parse().ok()?;
+    Some(
+        gid.to_ipv4_mapped()
+            .map(std::net::IpAddr::V4)
+            .unwrap_or(std::net::IpAddr::V6(gid)),
+    )
 }
 
 fn ip_is_ours(result: &CniResult, interface: Option<usize>, ifname: &str) -> bool {

@@ -3,7 +3,7 @@
 
 use crate::config::Config;
 use crate::ipam::{Ipam, Target};
-use crate::journal::{AttachmentKey, DeviceRecord};
+use crate::journal::AttachmentKey;
 use crate::node::{Node, journal_error};
 use crate::settings::Settings;
 use crate::spec::CniError;
@@ -22,10 +22,9 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
         release_addresses_without_record(&node, inv, config);
         return Ok(());
     };
-    let DeviceRecord::Vf(vf) = &record.device;
     let _lock = node
         .journal
-        .lock_vf(&vf.pci, node.settings.lock_timeout())
+        .lock_device(&record, node.settings.lock_timeout())
         .map_err(journal_error)?;
     // Re-read under the lock: a concurrent DEL may have finished already.
     match node.journal.load(&key).map_err(journal_error)? {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use crate::config::Config;
 use crate::ipam::Ipam;
-use crate::journal::{AttachmentKey, DeviceRecord};
+use crate::journal::AttachmentKey;
 use crate::node::{Node, journal_error};
 use crate::settings::Settings;
 use crate::spec::env::Invocation;
@@ -32,10 +32,9 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
         .iter()
         .filter(|r| r.network == config.conf.name && !valid.contains(&r.key))
     {
-        let DeviceRecord::Vf(vf) = &record.device;
         let result = node
             .journal
-            .lock_vf(&vf.pci, node.settings.lock_timeout())
+            .lock_device(record, node.settings.lock_timeout())
             .map_err(journal_error)
             .and_then(
                 |_lock| match node.journal.load(&record.key).map_err(journal_error)? {

@@ -3,7 +3,7 @@
 use std::fs;
 use std::os::unix::fs::OpenOptionsExt;
 
-use crate::config::Config;
+use crate::config::{Config, NetnsRequirement};
 use crate::ipam::Ipam;
 use crate::node::Node;
 use crate::settings::Settings;
@@ -54,6 +54,9 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
                 pf.name
             )));
         }
+    }
+    if config.conf.rdma.netns_mode != NetnsRequirement::Any {
+        crate::roce::netns_mode(config.conf.rdma.netns_mode).map_err(|e| unavailable(e.msg))?;
     }
     if let Some(kind) = config.conf.ipam_type() {
         let ipam = Ipam::find(kind, &inv.path, node.journal.dir())

@@ -3,8 +3,11 @@
 use std::fmt;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::RouteNetlinkMessage;
-use netlink_packet_route::link::{InfoKind, LinkAttribute, LinkFlags, LinkInfo, LinkMessage};
+use netlink_packet_route::link::{
+    InfoData, InfoKind, InfoMacVlan, LinkAttribute, LinkFlags, LinkInfo, LinkMessage, MacVlanMode,
+};
 
 use super::{NetlinkError, RouteSocket};
 use crate::mac::MacAddr;
@@ -230,6 +233,47 @@ impl RouteSocket {
         let what = format!("ip link set index {index}{change}");
         self.socket()
             .request(RouteNetlinkMessage::SetLink(change.message(index)), 0, what)
+    }
+
+    /// Creates a bridge-mode macvlan on `master` directly inside the namespace open at `netns`
+    /// (`ip link add link MASTER name NAME netns NS type macvlan mode bridge`), already named
+    /// and with `mtu`/`mac` when given. Created in place, it never has to move (a move costs
+    /// the kernel an RCU barrier) and its name is checked in the target namespace.
+    pub fn create_macvlan(
+        &mut self,
+        master: u32,
+        name: &str,
+        netns: BorrowedFd<'_>,
+        mtu: Option<u32>,
+        mac: Option<MacAddr>,
+    ) -> Result<(), NetlinkError> {
+        let mut msg = LinkMessage::default();
+        msg.attributes.push(LinkAttribute::IfName(name.to_owned()));
+        msg.attributes.push(LinkAttribute::Link(master));
+        msg.attributes
+            .push(LinkAttribute::NetNsFd(netns.as_raw_fd()));
+        if let Some(mtu) = mtu {
+            msg.attributes.push(LinkAttribute::Mtu(mtu));
+        }
+        if let Some(mac) = mac {
+            msg.attributes
+                .push(LinkAttribute::Address(mac.octets().to_vec()));
+        }
+        msg.attributes.push(LinkAttribute::LinkInfo(vec![
+            LinkInfo::Kind(InfoKind::MacVlan),
+            LinkInfo::Data(InfoData::MacVlan(vec![InfoMacVlan::Mode(
+                MacVlanMode::Bridge,
+            )])),
+        ]));
+        let what = format!(
+            "ip link add link index {master} name {name} netns fd:{} type macvlan mode bridge",
+            netns.as_raw_fd()
+        );
+        self.socket().request(
+            RouteNetlinkMessage::NewLink(msg),
+            NLM_F_CREATE | NLM_F_EXCL,
+            what,
+        )
     }
 
     /// Deletes link `index` (`ip link del`).

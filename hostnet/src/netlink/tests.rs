@@ -215,3 +215,29 @@ fn addresses_routes_rules_and_neighbours() {
             .any(|a| a.net == net)
     );
 }
+
+#[test]
+fn macvlan_is_created_inside_the_target_namespace() {
+    let host = TestNs::new();
+    let pod = TestNs::new();
+    host.ip("link add pf0 type veth peer name sw0");
+    let mut h = RouteSocket::open_in(&host.ns).unwrap();
+    let pf = h.link_by_name("pf0").unwrap().unwrap();
+    let mac: MacAddr = "02:00:00:00:01:01".parse().unwrap();
+    h.create_macvlan(pf.index, "net1", pod.ns.as_fd(), Some(1400), Some(mac))
+        .unwrap();
+    assert!(
+        h.link_by_name("net1").unwrap().is_none(),
+        "never in the host"
+    );
+    let shown = pod.ip("-d link show dev net1");
+    assert!(
+        shown.contains("macvlan mode bridge") && shown.contains("mtu 1400"),
+        "{shown}"
+    );
+    assert!(shown.contains("02:00:00:00:01:01"), "{shown}");
+    let err = h
+        .create_macvlan(pf.index, "net1", pod.ns.as_fd(), None, None)
+        .unwrap_err();
+    assert!(err.is(libc::EEXIST), "{err}");
+}

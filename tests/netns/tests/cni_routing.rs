@@ -123,7 +123,9 @@ fn each_rail_leaves_through_its_own_nic() {
         .run_in("p", "ip", &["route", "show", "table", "102"]);
     assert!(t102.contains("default via 10.57.0.1 dev net2"), "{t102}");
     assert!(
-        t102.contains(&format!("10.57.0.0/24 dev net2 proto static scope link src {ip2}")),
+        t102.contains(&format!(
+            "10.57.0.0/24 dev net2 proto static scope link src {ip2}"
+        )),
         "{t102}"
     );
     assert!(
