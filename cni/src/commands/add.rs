@@ -408,14 +408,19 @@ fn attach(
     finish(node, &mut pod, &link, plan, record, allocation)
 }
 
-/// Moves the VF's netdev (and, in exclusive mode, its RDMA devices) in, sets its sysctls while
-/// it is still down (so `arp_notify` is in force when it comes up), and brings it up.
+/// Moves the VF's RDMA devices (exclusive mode) and netdev in, sets its sysctls while it is
+/// still down (so `arp_notify` is in force when it comes up), and brings it up.
 fn plug_in_vf(
     node: &mut Node,
     pod: &mut RouteSocket,
     plan: &Plan<'_>,
     v: &VfRecord,
 ) -> Result<Link, CniError> {
+    // RDMA devices first: one that cannot change namespace then fails ADD before the netdev
+    // has moved (a device bound to its netdev, like rdma_rxe, would not survive the move).
+    if v.rdma_exclusive {
+        roce::move_devices(&v.rdma_devices, &plan.pod_ns)?;
+    }
     let moved = vf::move_in(&mut node.host, &plan.pod_ns, pod, v, &plan.key.ifname).map_err(
         |e| match e {
             AttachError::NameTaken(_) => {
@@ -428,9 +433,6 @@ fn plug_in_vf(
             ),
         },
     )?;
-    if v.rdma_exclusive {
-        roce::move_devices(&v.rdma_devices, &plan.pod_ns)?;
-    }
     bring_up(pod, plan, &moved)
 }
 

@@ -360,6 +360,24 @@ impl SimNode {
     }
 }
 
+/// A fake sysfs at `root/sys` describing the real NIC `pf` as a PF whose VF 0 is the real NIC
+/// `vf`, using their real PCI addresses (for tests that run on real PCI devices, where the
+/// kernel itself returns a device from a dying namespace).
+pub fn fake_pf_with_real_vf(root: &Path, pf: &str, vf: &str) -> FakeSysfs {
+    let pci = |name: &str| {
+        fs::read_link(format!("/sys/class/net/{name}/device"))
+            .unwrap_or_else(|e| panic!("{name} is not a PCI device: {e}"))
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let sysfs = FakeSysfs::at(root.join("sys"));
+    sysfs.add_pf(&pci(pf), pf, 1, 8);
+    sysfs.add_vf(&pci(pf), 0, &pci(vf), Some(vf), "e1000e");
+    sysfs
+}
+
 fn move_link(sb: &Sandbox, from: &str, name: &str, to: &str) {
     let from_ns = NetNs::open(sb.netns_path(from)).unwrap();
     let to_ns = NetNs::open(sb.netns_path(to)).unwrap();
