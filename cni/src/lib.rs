@@ -7,6 +7,7 @@
 pub mod commands;
 pub mod config;
 pub mod device;
+pub mod garp;
 pub mod ipam;
 pub mod ipconfig;
 pub mod journal;
