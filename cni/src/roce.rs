@@ -230,6 +230,77 @@ pub fn unpublish(dir: &Path, key: &AttachmentKey) {
     }
 }
 
+/// NCCL settings for all of a pod's RoCE interfaces together. `NCCL_IB_HCA` lists each device
+/// and port with `=` (exact names); `NCCL_IB_GID_INDEX` is one value for every HCA, so when
+/// the interfaces' indices differ (shared-mode pods, mixed tables) it is left to NCCL's own
+/// selection, restricted to RoCE v2 GIDs of the pod's address family.
+pub fn nccl_env_for(infos: &[RoceInfo]) -> Vec<(String, String)> {
+    let mut infos: Vec<&RoceInfo> = infos.iter().collect();
+    infos.sort_by(|a, b| a.netdev.cmp(&b.netdev));
+    if infos.is_empty() {
+        return Vec::new();
+    }
+    let hcas = infos
+        .iter()
+        .map(|i| format!("{}:{}", i.rdma_device, i.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    let ifnames = infos
+        .iter()
+        .map(|i| i.netdev.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut env = vec![("NCCL_IB_HCA".to_owned(), format!("={hcas}"))];
+    let first = infos[0].gid_index;
+    if infos.iter().all(|i| i.gid_index == first) {
+        env.push(("NCCL_IB_GID_INDEX".into(), first.to_string()));
+    } else {
+        env.push(("NCCL_IB_GID_INDEX".into(), "-1".into()));
+        env.push(("NCCL_IB_ROCE_VERSION_NUM".into(), "2".into()));
+        let family = if infos.iter().all(|i| i.address.is_ipv4()) {
+            "AF_INET"
+        } else {
+            "AF_INET6"
+        };
+        env.push(("NCCL_IB_ADDR_FAMILY".into(), family.into()));
+    }
+    env.push(("NCCL_SOCKET_IFNAME".into(), format!("={ifnames}")));
+    env
+}
+
+/// The RoCE interfaces among `addresses` (pod netdev, address): each one whose address has a
+/// RoCE v2 GID on that netdev in any RDMA device under the sysfs at `root`.
+pub fn discover(
+    root: &Path,
+    addresses: &[(String, IpAddr)],
+    mode: &str,
+) -> Result<Vec<RoceInfo>, GidError> {
+    let sysfs = RdmaSysfs::new(root);
+    let mut out: Vec<RoceInfo> = Vec::new();
+    for (netdev, addr) in addresses {
+        if out.iter().any(|i| &i.netdev == netdev) {
+            continue;
+        }
+        let query = GidQuery {
+            device: None,
+            netdev: netdev.clone(),
+            addr: *addr,
+        };
+        if let Some(found) = sysfs.resolve(&query)? {
+            out.push(RoceInfo {
+                netdev: netdev.clone(),
+                rdma_device: found.port.device,
+                port: found.port.port,
+                gid_index: found.index,
+                gid: found.gid.to_string(),
+                address: *addr,
+                netns_mode: mode.to_owned(),
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// The configured GID policy in force for a VF with `devices`.
 pub fn wants_gid(rdma: &Rdma, devices: &[String]) -> bool {
     !devices.is_empty() && rdma.gid != crate::config::GidPolicy::Off
@@ -238,6 +309,30 @@ pub fn wants_gid(rdma: &Rdma, devices: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn info(netdev: &str, dev: &str, index: u32) -> RoceInfo {
+        RoceInfo {
+            netdev: netdev.into(),
+            rdma_device: dev.into(),
+            port: 1,
+            gid_index: index,
+            gid: String::new(),
+            address: "10.0.0.1".parse().unwrap(),
+            netns_mode: "shared".into(),
+        }
+    }
+
+    #[test]
+    fn pod_wide_hints() {
+        let same = nccl_env_for(&[info("net2", "mlx5_4", 3), info("net1", "mlx5_3", 3)]);
+        assert_eq!(same[0].1, "=mlx5_3:1,mlx5_4:1");
+        assert_eq!(same[1], ("NCCL_IB_GID_INDEX".into(), "3".into()));
+        assert_eq!(same.last().unwrap().1, "=net1,net2");
+        let mixed = nccl_env_for(&[info("net1", "mlx5_3", 3), info("net2", "mlx5_4", 5)]);
+        assert_eq!(mixed[1].1, "-1", "NCCL chooses per HCA when indices differ");
+        assert!(mixed.contains(&("NCCL_IB_ROCE_VERSION_NUM".into(), "2".into())));
+        assert!(nccl_env_for(&[]).is_empty());
+    }
 
     #[test]
     fn nccl_hints_match_exactly() {

@@ -3,6 +3,7 @@
 //! Each command group lives in its own module with its own argument types.
 
 mod lldp;
+mod nccl;
 mod topo;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,9 @@ enum Command {
     /// Fabric topology: infer tiers, rails and miswiring from neighbour tables.
     #[command(subcommand)]
     Topo(topo::Command),
+    /// NCCL settings (NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME) for this pod's RoCE
+    /// interfaces, from what the kernel shows here.
+    NcclEnv(nccl::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +34,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Lldp(cmd) => lldp::run(cmd),
         Command::Topo(cmd) => topo::run(cmd),
+        Command::NcclEnv(args) => nccl::run(args),
     };
     match result {
         Ok(code) => code,

@@ -16,6 +16,12 @@ fn roce_gid_macvlan_and_pod_death_in_shared_mode() {
         .nics(2)
         .nic_model(NicModel::E1000e)
         .env("SPINEL_BIN", spinel())
+        .env(
+            "SPINELCTL_BIN",
+            spinel_netns_tests::cni::spinelctl_binary()
+                .display()
+                .to_string(),
+        )
         .run(&[env!("CARGO_BIN_EXE_vm-cni"), "shared"]);
     out.assert_success();
     eprintln!("{}", out.stdout);
@@ -26,6 +32,7 @@ fn roce_gid_macvlan_and_pod_death_in_shared_mode() {
         "ok DEL removes the published details",
         "ok STATUS: an exclusive-mode network on a shared-mode node is not available",
         "ok macvlan mode: three pods, three GID indices",
+        "ok spinelctl nccl-env in each pod prints that pod's own GID index",
         "ok the kernel returned the NIC",
         "ok DEL after the pod died: the real NIC is home as eth1",
     ] {

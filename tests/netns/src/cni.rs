@@ -156,23 +156,35 @@ pub fn target_dir() -> PathBuf {
 /// built once per process from the current sources so a test never runs a stale plugin.
 pub fn spinel_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("SPINEL_BIN") {
-            let bin = PathBuf::from(bin);
-            assert!(bin.is_file(), "SPINEL_BIN={} is not a file", bin.display());
-            return bin.canonicalize().unwrap();
-        }
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "spinel-cni", "--bin", "spinel"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("run cargo build for the spinel binary");
-        assert!(status.success(), "building the spinel binary failed");
-        let bin = target_dir().join("debug/spinel");
-        assert!(bin.is_file(), "{} missing after build", bin.display());
-        bin.canonicalize().unwrap()
-    })
+    BIN.get_or_init(|| built("spinel-cni", "spinel", "SPINEL_BIN"))
+}
+
+/// The `spinelctl` binary, like [`spinel_binary`] (`SPINELCTL_BIN` overrides).
+pub fn spinelctl_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| built("spinelctl", "spinelctl", "SPINELCTL_BIN"))
+}
+
+fn built(package: &str, bin: &str, env_override: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env_override) {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "{env_override}={} is not a file",
+            path.display()
+        );
+        return path.canonicalize().unwrap();
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "-p", package, "--bin", bin])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .unwrap_or_else(|e| panic!("run cargo build for {bin}: {e}"));
+    assert!(status.success(), "building {bin} failed");
+    let path = target_dir().join("debug").join(bin);
+    assert!(path.is_file(), "{} missing after build", path.display());
+    path.canonicalize().unwrap()
 }
 
 /// Debian's reference plugins (`containernetworking-plugins`).

@@ -169,6 +169,32 @@ fn shared() {
     println!(
         "ok macvlan mode: three pods, three GID indices {indices:?}, each the pod's own address"
     );
+    // Inside each pod, nccl-env reads the same index from what the kernel shows there.
+    for (pod, index) in ["m0", "m1", "m2"].iter().zip(&indices) {
+        let out = Command::new(std::env::var("SPINELCTL_BIN").unwrap())
+            .args([
+                "nccl-env",
+                "--netns",
+                node.sb.netns_path(pod).to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "nccl-env in {pod}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains(&format!("NCCL_IB_GID_INDEX={index}\n")),
+            "{pod}: {text}"
+        );
+        assert!(
+            text.contains("NCCL_IB_HCA==rxe_pf:1") && text.contains("NCCL_SOCKET_IFNAME==net1"),
+            "{text}"
+        );
+    }
+    println!("ok spinelctl nccl-env in each pod prints that pod's own GID index");
     drop(node);
 
     // A real PCI NIC stands in for the VF: when the pod dies the kernel itself returns it.
