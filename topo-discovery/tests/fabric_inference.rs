@@ -1,5 +1,8 @@
 //! Inference on hand-cabled fabrics: tiers, leaf groups, rails, ids, and the miswiring report.
 
+// Test helpers panic on unexpected input: that is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use topo_discovery::fabric::synthetic::Lab;
 use topo_discovery::fabric::{Fabric, FindingKind, InferOptions, RailKey, Severity, infer, names};
 use topo_discovery::neighbor::Role;

@@ -47,10 +47,19 @@ fn leaf_for_rail(fabric: &Fabric, group: &Domain, rail: u16) -> Option<SwitchIdx
         .find(|s| fabric.switch(*s).rails.contains(&rail))
 }
 
-fn rail_label(fabric: &Fabric, rail: u16) -> String {
+/// `rail 1`, with the rail's key when it is not the NIC being talked about.
+fn rail_label(fabric: &Fabric, rail: u16, nic: Option<&str>) -> String {
     match fabric.rails.get(rail as usize) {
-        Some(key) => format!("rail {rail} ({key})"),
-        None => format!("rail {rail}"),
+        Some(key) if Some(&**key) != nic => format!("rail {rail} ({key})"),
+        _ => format!("rail {rail}"),
+    }
+}
+
+/// Plural of a tier name, for messages.
+fn tier_plural(tier: u8) -> String {
+    match tier {
+        1 => String::from("leaves"),
+        t => format!("{}s", tier_name(t)),
     }
 }
 
@@ -149,8 +158,15 @@ fn check_hosts(fabric: &Fabric, out: &mut Vec<Finding>) {
                 ),
                 None => (None, String::from("has no NIC for it;")),
             };
+            // In a rail-optimised fabric a missing rail breaks NCCL's rail alignment; elsewhere
+            // hosts with fewer NICs are often just a different model.
+            let severity = if fabric.rail_optimized {
+                Severity::Error
+            } else {
+                Severity::Warning
+            };
             out.push(Finding {
-                severity: Severity::Error,
+                severity,
                 kind: FindingKind::MissingRail,
                 host: Some(host.name.clone()),
                 nic,
@@ -160,7 +176,7 @@ fn check_hosts(fabric: &Fabric, out: &mut Vec<Finding>) {
                 message: format!(
                     "{} lacks {}: {what}{to}",
                     host.name,
-                    rail_label(fabric, rail),
+                    rail_label(fabric, rail, None),
                 ),
             });
         }
@@ -185,10 +201,11 @@ fn check_rails(fabric: &Fabric, host: &Host, group: &Domain, out: &mut Vec<Findi
                 free_ports_hint(fabric, l)
             )
         });
-        let goes = expected.as_ref().map_or_else(
-            || String::from("no leaf of its group serves that rail"),
-            |e| format!("it belongs on {e}"),
-        );
+        let goes = match &expected {
+            Some(e) => format!("move it to {e}"),
+            None => String::from("no leaf of its group serves that rail"),
+        };
+        let rail = rail_label(fabric, nic.rail, Some(&nic.name));
         if leaf.domain != host.domain {
             out.push(Finding {
                 severity: Severity::Error,
@@ -199,13 +216,8 @@ fn check_rails(fabric: &Fabric, host: &Host, group: &Domain, out: &mut Vec<Findi
                 port: Some(link.port.to_string()),
                 expected: expected_leaf.map(|l| format!("leaf {}", fabric.switch(l).name)),
                 message: format!(
-                    "{} {} ({}) is on {} port {}, outside its leaf group {}; {goes}",
-                    host.name,
-                    nic.name,
-                    rail_label(fabric, nic.rail),
-                    leaf.name,
-                    link.port,
-                    group.id
+                    "{} {} ({rail}) is on leaf {} port {}, outside its leaf group {}; {goes}",
+                    host.name, nic.name, leaf.name, link.port, group.id
                 ),
             });
             continue;
@@ -218,15 +230,18 @@ fn check_rails(fabric: &Fabric, host: &Host, group: &Domain, out: &mut Vec<Findi
                 && conforming(o)
                 && o.link.as_ref().is_some_and(|l| l.switch == link.switch)
         });
-        let served: Vec<String> = leaf.rails.iter().map(|r| rail_label(fabric, *r)).collect();
+        let served: Vec<String> = leaf
+            .rails
+            .iter()
+            .map(|r| rail_label(fabric, *r, None))
+            .collect();
         let (kind, why) = match sharer {
             Some(o) => (
                 FindingKind::SharedLeaf,
                 format!(
-                    "shares leaf {} with {} ({})",
-                    leaf.name,
+                    "together with {} ({})",
                     o.name,
-                    rail_label(fabric, o.rail)
+                    rail_label(fabric, o.rail, Some(&o.name))
                 ),
             ),
             None => {
@@ -237,14 +252,10 @@ fn check_rails(fabric: &Fabric, host: &Host, group: &Domain, out: &mut Vec<Findi
                             .is_some_and(|l| Some(l.switch) == expected_leaf)
                 });
                 let swap =
-                    displaced.map_or_else(String::new, |o| format!(", swapped with {}", o.name));
+                    displaced.map_or_else(String::new, |o| format!(" (swapped with {})", o.name));
                 (
                     FindingKind::SwappedRail,
-                    format!(
-                        "is on leaf {}, which serves {}{swap}",
-                        leaf.name,
-                        served.join(", ")
-                    ),
+                    format!("which serves {}{swap}", served.join(", ")),
                 )
             }
         };
@@ -257,11 +268,8 @@ fn check_rails(fabric: &Fabric, host: &Host, group: &Domain, out: &mut Vec<Findi
             port: Some(link.port.to_string()),
             expected: expected_leaf.map(|l| format!("leaf {}", fabric.switch(l).name)),
             message: format!(
-                "{} {} ({}) on port {} {why}; {goes}",
-                host.name,
-                nic.name,
-                rail_label(fabric, nic.rail),
-                link.port,
+                "{} {} ({rail}) is on leaf {} port {}, {why}; {goes}",
+                host.name, nic.name, leaf.name, link.port
             ),
         });
     }
@@ -335,10 +343,13 @@ fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
                         nic: None,
                         switch: Some(parent.name.clone()),
                         port: None,
-                        expected: Some(format!("{expected} link(s) from each {}", tier_name(lower_tier))),
+                        expected: Some(format!(
+                            "{expected} link(s) from each {}",
+                            tier_name(lower_tier)
+                        )),
                         message: format!(
-                            "{} {} has {have} links from {} {} (ports {}), {expected} from its other {}s: \
-                             ECMP over it is unbalanced",
+                            "{} {} has {have} links from {} {} (ports {}), {expected} from each \
+                             other {}: ECMP over it is unbalanced",
                             tier_name(d.tier),
                             parent.name,
                             tier_name(lower_tier),
@@ -357,7 +368,7 @@ fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
                     format!("has no link to {} {}", tier_name(d.tier), parent.name)
                 } else {
                     format!(
-                        "has {have} link(s) to {} {}, its peers have {expected}",
+                        "has {have} link(s) to {} {} where its peers have {expected}",
                         tier_name(d.tier),
                         parent.name
                     )
@@ -371,12 +382,13 @@ fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
                     port: child.free_ports.first().map(|p| p.to_string()),
                     expected: Some(format!("{} {}", tier_name(d.tier), parent.name)),
                     message: format!(
-                        "{} {} {has} ({n_linked} of {} {}s in {} reach it){}; cable it to {}{}",
+                        "{} {} {has} ({n_linked} of the {} {} in {} do); cable {}{} to {}{}",
                         tier_name(lower_tier),
                         child.name,
                         children.len(),
-                        tier_name(lower_tier),
+                        tier_plural(lower_tier),
                         d.id,
+                        child.name,
                         free_ports_hint(fabric, *c),
                         parent.name,
                         free_ports_hint(fabric, p)
@@ -419,14 +431,18 @@ fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
                 port: None,
                 expected: Some(format!("{usual} downlinks")),
                 message: format!(
-                    "{} {} has {total} downlinks to {reached} of {} {}s in {}, its peers have {usual}: \
-                     traffic through it is {}",
+                    "{} {} has {total} downlinks to {reached} of the {} {} in {}, its peers have \
+                     {usual}: traffic through it is {}",
                     tier_name(d.tier),
                     parent.name,
                     children.len(),
-                    tier_name(lower_tier),
+                    tier_plural(lower_tier),
                     d.id,
-                    if adjusted < usual { "oversubscribed" } else { "unbalanced" }
+                    if adjusted < usual {
+                        "oversubscribed"
+                    } else {
+                        "unbalanced"
+                    }
                 ),
             });
         }
