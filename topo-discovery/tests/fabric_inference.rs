@@ -496,3 +496,44 @@ fn explicit_host_role_with_chassis_does_not_invent_a_switch() {
     assert!(f.findings.is_empty(), "{:#?}", f.findings);
     assert_eq!(f.switches.len(), 6);
 }
+
+#[test]
+fn a_synthetic_three_tier_fabric_has_the_expected_shape() {
+    use topo_discovery::fabric::FabricBuilder;
+    use topo_discovery::fabric::synthetic::SyntheticSpec;
+    let spec = SyntheticSpec::rail_optimized(1500);
+    let mut b = FabricBuilder::new();
+    for t in spec.tables() {
+        b.add_table(&t);
+    }
+    let f = b.infer(&InferOptions::default());
+    assert!(
+        f.findings.is_empty(),
+        "{:#?}",
+        &f.findings[..f.findings.len().min(5)]
+    );
+    assert!(f.rail_optimized);
+    assert_eq!((f.depth, f.rails.len()), (3, 8));
+    let per_tier = |t: u8| f.domains.iter().filter(|d| d.tier == t).count();
+    assert_eq!(
+        (per_tier(1), per_tier(2), per_tier(3)),
+        (spec.groups(), spec.pods(), 1)
+    );
+    assert_eq!(
+        f.switches.len(),
+        spec.leaves() + spec.spines() + spec.super_spines
+    );
+    // Host 40 is in group 1 of pod 0: its path names its leaf group, its pod and the core.
+    let path = domain_of(&f, &spec.host_name(40));
+    assert_eq!(
+        path,
+        [
+            "super0-15.spine-p0-0-7.leaf-g1-r0-7",
+            "super0-15.spine-p0-0-7",
+            "super0-15"
+        ]
+    );
+    for d in &f.domains {
+        assert!(names::is_valid_id(&d.id), "{}", d.id);
+    }
+}
