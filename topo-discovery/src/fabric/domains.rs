@@ -68,12 +68,12 @@ pub(crate) fn build(draft: Draft) -> Fabric {
 
     // --- Leaf groups: leaves joined by the hosts they share. An edge counts only when at least
     // half of the smaller leaf's hosts share it, so one miscabled host does not merge two groups.
+    // Each host contributes a star from its first leaf (in content order) rather than every
+    // pair: the hosts of a group share that first leaf, and it keeps 8 rails at 7 edges a host.
     let mut pairs: Vec<u64> = Vec::new();
     for leaves in &host_leaves {
-        for (i, &a) in leaves.iter().enumerate() {
-            for &b in &leaves[i + 1..] {
-                pairs.push((u64::from(a) << 32) | u64::from(b));
-            }
+        if let Some((&a, rest)) = leaves.split_first() {
+            pairs.extend(rest.iter().map(|&b| (u64::from(a) << 32) | u64::from(b)));
         }
     }
     pairs.sort_unstable();
@@ -104,20 +104,21 @@ pub(crate) fn build(draft: Draft) -> Fabric {
     }
 
     // --- Rails per leaf: the rails carried by at least half as many hosts as its main rail.
-    let mut leaf_rail: Vec<u64> = Vec::new();
+    let mut counts: Vec<Vec<(u16, u32)>> = vec![Vec::new(); n_sw];
     for h in &hosts {
         for nic in &h.nics {
             if let Some(l) = &nic.link {
-                leaf_rail.push((u64::from(l.switch.0) << 16) | u64::from(nic.rail));
+                let per_rail = &mut counts[l.switch.0 as usize];
+                match per_rail.iter_mut().find(|(r, _)| *r == nic.rail) {
+                    Some(c) => c.1 += 1,
+                    None => per_rail.push((nic.rail, 1)),
+                }
             }
         }
     }
-    leaf_rail.sort_unstable();
-    let mut counts: Vec<Vec<(u16, u32)>> = vec![Vec::new(); n_sw];
-    for run in leaf_rail.chunk_by(|a, b| a == b) {
-        counts[(run[0] >> 16) as usize].push((run[0] as u16, run.len() as u32));
+    for c in &mut counts {
+        c.sort_unstable();
     }
-    drop(leaf_rail);
     let mut aligned = 0usize;
     let mut leaves = 0usize;
     for (sw, c) in counts.iter().enumerate() {

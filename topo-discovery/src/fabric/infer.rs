@@ -1,11 +1,15 @@
 //! Inference, step by step: who is a switch, which cable goes where, which tier each switch is
 //! in. Grouping into domains and the miswiring checks follow in `domains` and `report`.
 //!
-//! Interned string ids depend on the order tables were added, so nothing here orders by them:
-//! every order that reaches the output comes from string contents (natural order).
+//! Interned string ids depend on the order tables were added, so they serve as keys and for
+//! grouping only. Every order that reaches the output comes from string contents (natural
+//! order), applied within small groups (a host's NICs, a switch pair's cables) so that 100k
+//! hosts cost integer sorts, not string sorts.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::neighbor::{ChassisId, ChassisIdSubtype, PortIdSubtype, Role};
 
@@ -50,11 +54,28 @@ pub(crate) fn port_subtype_label(subtype: u8) -> &'static str {
     }
 }
 
+fn is_ifname(subtype: u8) -> bool {
+    PORT_SUBTYPES.get(subtype as usize) == Some(&PortIdSubtype::InterfaceName)
+}
+
 fn chassis_subtype(subtype: u8) -> ChassisIdSubtype {
     CHASSIS_SUBTYPES
         .get(subtype as usize)
         .copied()
         .unwrap_or(ChassisIdSubtype::Local)
+}
+
+/// Packs two 32-bit ids into one sortable key.
+fn key(a: u32, b: u32) -> u64 {
+    (u64::from(a) << 32) | u64::from(b)
+}
+
+fn hi(k: u64) -> u32 {
+    (k >> 32) as u32
+}
+
+fn lo(k: u64) -> u32 {
+    k as u32
 }
 
 /// What a table's observer turned out to be.
@@ -64,8 +85,7 @@ enum ObserverIs {
     Switch(u32),
 }
 
-/// Where inference stands before domains are built: the parts of the model that do not depend
-/// on grouping, plus what the later steps need.
+/// Where inference stands before domains are built.
 pub(crate) struct Draft {
     pub rails: Vec<Arc<str>>,
     pub switches: Vec<Switch>,
@@ -101,9 +121,43 @@ fn natural_opt(a: &Option<String>, b: &Option<String>) -> std::cmp::Ordering {
     }
 }
 
+/// A NIC's neighbour before ports are resolved: only the chosen one is.
+#[derive(Clone, Copy)]
+struct Candidate {
+    /// `key(host, nic)`.
+    slot: u64,
+    /// Switch index, or [`NONE`] when the neighbour is not a switch.
+    switch: u32,
+    /// Index into the neighbours, or [`NONE`] for a host seen from its leaf.
+    src: u32,
+    /// For a host seen from its leaf: the leaf's own port.
+    own_port: u32,
+}
+
+/// One switch's view of a cable to another switch.
+#[derive(Clone, Copy)]
+struct SwitchSighting {
+    from: u32,
+    from_port: u32,
+    to: u32,
+    src: u32,
+}
+
+/// A switch sighting with the far port resolved.
+struct Seen {
+    from: u32,
+    from_port: u32,
+    to: u32,
+    to_port: PortRef,
+    /// Interned name of the far port when resolved, else [`NONE`].
+    to_sym: u32,
+    /// Interned Port Description of the far port, or [`NONE`].
+    to_descr: u32,
+}
+
 fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
     let FabricBuilder {
-        strings,
+        mut strings,
         chassis_map: _,
         chassis,
         observers,
@@ -111,38 +165,51 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
         ports,
         advertised,
     } = b;
-    let s = |id: u32| -> &Arc<str> { strings.get(id) };
     let mut findings = Vec::new();
     let n_chassis = chassis.len();
 
-    // --- Which chassis carry which system names (from sightings and observers).
-    let mut name_chassis: Vec<(u32, u32)> = neighbors
+    // --- Names each chassis is seen with (usually one) and the capabilities it advertises.
+    let mut sighting_names: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_chassis];
+    let mut entity_caps = vec![0u8; n_chassis];
+    for n in &neighbors {
+        let c = n.chassis as usize;
+        entity_caps[c] |= n.caps;
+        if n.sys_name != NONE {
+            let list = &mut sighting_names[c];
+            match list.iter_mut().find(|(name, _)| *name == n.sys_name) {
+                Some(e) => e.1 += 1,
+                None => list.push((n.sys_name, 1)),
+            }
+        }
+    }
+
+    // --- Chassis-less switch tables join the chassis seen under their name (built only then).
+    let needs_names = observers
         .iter()
-        .filter(|n| n.sys_name != NONE)
-        .map(|n| (n.sys_name, n.chassis))
-        .chain(
-            observers
-                .iter()
-                .filter(|o| o.chassis != NONE)
-                .map(|o| (o.name, o.chassis)),
-        )
-        .collect();
-    name_chassis.sort_unstable();
-    name_chassis.dedup();
-    let chassis_named = |name: u32| -> &[(u32, u32)] {
-        let lo = name_chassis.partition_point(|&(n, _)| n < name);
-        let hi = name_chassis.partition_point(|&(n, _)| n <= name);
-        &name_chassis[lo..hi]
-    };
+        .any(|o| o.role != Some(Role::Host) && o.chassis == NONE);
+    let mut chassis_by_name: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    if needs_names {
+        for (c, names) in sighting_names.iter().enumerate() {
+            for &(name, _) in names {
+                chassis_by_name.entry(name).or_default().push(c as u32);
+            }
+        }
+        for o in observers.iter().filter(|o| o.chassis != NONE) {
+            chassis_by_name.entry(o.name).or_default().push(o.chassis);
+        }
+        for v in chassis_by_name.values_mut() {
+            v.sort_unstable();
+            v.dedup();
+        }
+    }
 
     // --- Entities: one per chassis ID, plus one per chassis-less observer that matches none.
-    let host_names: HashSet<u32> = observers
+    let host_names: FxHashSet<u32> = observers
         .iter()
         .filter(|o| o.role == Some(Role::Host))
         .map(|o| o.name)
         .collect();
-    let mut named_entities: HashMap<u32, u32> = HashMap::new();
-    // entity per raw observer (NONE for explicit hosts, keyed by name instead)
+    let mut named_entities: FxHashMap<u32, u32> = FxHashMap::default();
     let mut observer_entity: Vec<u32> = Vec::with_capacity(observers.len());
     for o in &observers {
         let entity = if o.role == Some(Role::Host) {
@@ -150,14 +217,14 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
         } else if o.chassis != NONE {
             o.chassis
         } else {
-            let candidates = chassis_named(o.name);
+            let candidates = chassis_by_name.get(&o.name).map_or(&[][..], Vec::as_slice);
             if candidates.len() == 1 {
-                candidates[0].1
+                candidates[0]
             } else {
                 if candidates.len() > 1 {
                     let mut ids: Vec<String> = candidates
                         .iter()
-                        .map(|&(_, c)| s(chassis[c as usize].1).to_string())
+                        .map(|&c| strings.get(chassis[c as usize].1).to_string())
                         .collect();
                     ids.sort();
                     findings.push(Finding {
@@ -165,14 +232,14 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
                         kind: FindingKind::AmbiguousObserver,
                         host: None,
                         nic: None,
-                        switch: Some(s(o.name).to_string()),
+                        switch: Some(strings.get(o.name).to_string()),
                         port: None,
                         expected: None,
                         message: format!(
                             "the table of {} has no chassis ID and {} switches carry that name \
                              (chassis {}); its links are kept apart from theirs: add the chassis \
                              ID to the table or rename the switches",
-                            s(o.name),
+                            strings.get(o.name),
                             ids.len(),
                             ids.join(", ")
                         ),
@@ -184,10 +251,12 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
         };
         observer_entity.push(entity);
     }
+    drop(chassis_by_name);
     let n_entities = n_chassis + named_entities.len();
+    entity_caps.resize(n_entities, 0);
     // A host table that carries the host's chassis ID claims that chassis for the host, so the
     // host seen from a leaf is recognised under its table's name.
-    let mut host_chassis: HashMap<u32, u32> = HashMap::new();
+    let mut host_chassis: FxHashMap<u32, u32> = FxHashMap::default();
     for o in &observers {
         if o.role == Some(Role::Host) && o.chassis != NONE {
             host_chassis.entry(o.chassis).or_insert(o.name);
@@ -197,7 +266,6 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
     // --- Evidence per entity.
     let mut explicit_switch = vec![false; n_entities];
     let mut is_observer = vec![false; n_entities];
-    let mut entity_caps = vec![0u8; n_entities];
     let mut observer_names: Vec<Vec<u32>> = vec![Vec::new(); n_entities];
     for (o, &e) in observers.iter().zip(&observer_entity) {
         if e == NONE {
@@ -209,40 +277,29 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
             explicit_switch[e as usize] = true;
         }
     }
-    // sighting names with counts, per chassis
-    let mut sightings: Vec<(u32, u32)> = Vec::with_capacity(neighbors.len());
-    for n in &neighbors {
-        entity_caps[n.chassis as usize] |= n.caps;
-        if n.sys_name != NONE {
-            sightings.push((n.chassis, n.sys_name));
-        }
-    }
-    sightings.sort_unstable();
-    let mut sighting_names: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_chassis];
-    for run in sightings.chunk_by(|a, b| a == b) {
-        sighting_names[run[0].0 as usize].push((run[0].1, run.len() as u32));
-    }
-    drop(sightings);
 
     // Primary name: what the system calls itself in its own table, else the name most
-    // neighbours saw, else the chassis ID value.
-    let primary_name = |e: usize| -> Arc<str> {
-        let mut own: Vec<&Arc<str>> = observer_names[e].iter().map(|&n| s(n)).collect();
-        own.sort_by(|a, b| natural_cmp(a, b));
-        if let Some(first) = own.first() {
-            return (*first).clone();
+    // neighbours saw (ties: natural order), else the chassis ID value.
+    let primary_name = |e: usize| -> u32 {
+        let own = observer_names[e]
+            .iter()
+            .copied()
+            .min_by(|&a, &b| natural_cmp(strings.get(a), strings.get(b)));
+        if let Some(own) = own {
+            return own;
         }
-        if let Some(seen) = sighting_names.get(e) {
-            let best = seen
-                .iter()
-                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| natural_cmp(s(b.0), s(a.0))));
-            if let Some(&(name, _)) = best {
-                return s(name).clone();
-            }
-        }
-        match chassis.get(e) {
-            Some(&(_, value)) => s(value).clone(),
-            None => Arc::from("unnamed"),
+        let seen = sighting_names.get(e).and_then(|v| {
+            v.iter()
+                .max_by(|a, b| {
+                    a.1.cmp(&b.1)
+                        .then_with(|| natural_cmp(strings.get(b.0), strings.get(a.0)))
+                })
+                .map(|x| x.0)
+        });
+        match (seen, chassis.get(e)) {
+            (Some(name), _) => name,
+            (None, Some(&(_, value))) => value,
+            (None, None) => NONE,
         }
     };
 
@@ -276,14 +333,22 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
         .collect();
 
     // --- Switches, in content order.
+    let name_of = |sym: u32| -> Arc<str> {
+        if sym == NONE {
+            Arc::from("unnamed")
+        } else {
+            strings.get(sym).clone()
+        }
+    };
     let mut switch_entities: Vec<(Arc<str>, String, usize)> = (0..n_entities)
         .filter(|&e| is_switch[e])
         .map(|e| {
+            let name = name_of(primary_name(e));
             let salt = match chassis.get(e) {
-                Some(&(st, v)) => format!("{st}:{}", s(v)),
-                None => format!("name:{}", primary_name(e)),
+                Some(&(st, v)) => format!("{st}:{}", strings.get(v)),
+                None => format!("name:{name}"),
             };
-            (primary_name(e), salt, e)
+            (name, salt, e)
         })
         .collect();
     switch_entities.sort_by(|a, b| natural_cmp(&a.0, &b.0).then_with(|| a.1.cmp(&b.1)));
@@ -297,7 +362,7 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
             name: name.to_string(),
             chassis_id: chassis.get(e).map(|&(st, v)| ChassisId {
                 subtype: chassis_subtype(st),
-                value: s(v).to_string(),
+                value: strings.get(v).to_string(),
             }),
             tier: None,
             domain: None,
@@ -308,7 +373,7 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
     }
 
     // --- Hosts: named by their tables, or by what switches saw of them.
-    let mut host_index: HashMap<u32, u32> = HashMap::new();
+    let mut host_index: FxHashMap<u32, u32> = FxHashMap::default();
     let mut host_names_list: Vec<u32> = Vec::new();
     let mut host_own_table: Vec<bool> = Vec::new();
     let mut observer_is: Vec<ObserverIs> = Vec::with_capacity(observers.len());
@@ -325,330 +390,294 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
             observer_is.push(ObserverIs::Switch(entity_switch[e as usize]));
         }
     }
-    // Hosts only switches saw (no table of their own).
     let entity_host_name: Vec<u32> = (0..n_entities)
         .map(|e| {
             if is_switch[e] {
-                return NONE;
+                NONE
+            } else if let Some(&name) = host_chassis.get(&(e as u32)) {
+                name
+            } else {
+                primary_name(e)
             }
-            if let Some(&name) = host_chassis.get(&(e as u32)) {
-                return name;
-            }
-            let name = primary_name(e);
-            strings.lookup(&name).unwrap_or(NONE)
         })
         .collect();
+    drop(observer_names);
+    drop(sighting_names);
 
-    // --- Port resolution tables for switches.
-    let mut local_ports: HashSet<(u32, u32)> = HashSet::new();
-    let mut ports_by_switch: Vec<(u32, u32, bool)> = Vec::new(); // (switch, port, has neighbour)
-    for p in &ports {
-        if let ObserverIs::Switch(sw) = observer_is[p.observer as usize]
-            && local_ports.insert((sw, p.port))
-        {
-            ports_by_switch.push((sw, p.port, false));
-        }
-    }
-    let mut alias: HashMap<(u32, u8, u32), u32> = HashMap::new();
+    // --- Port resolution: a neighbour's Port ID to the far switch's interface name.
+    let mut listed: Vec<u64> = ports
+        .iter()
+        .filter_map(|p| match observer_is[p.observer as usize] {
+            ObserverIs::Switch(sw) => Some(key(sw, p.port)),
+            ObserverIs::Host(_) => None,
+        })
+        .collect();
+    listed.sort_unstable();
+    listed.dedup();
+    let mut alias: FxHashMap<(u32, u8, u32), u32> = FxHashMap::default();
     for a in &advertised {
         if let ObserverIs::Switch(sw) = observer_is[a.observer as usize] {
             alias.entry((sw, a.subtype, a.value)).or_insert(a.port);
         }
     }
-    let resolve = |sw: u32, n: &RawNeighbor| -> PortRef {
-        let descr = (n.port_descr != NONE).then(|| s(n.port_descr).clone());
-        if PORT_SUBTYPES.get(n.port_subtype as usize) == Some(&PortIdSubtype::InterfaceName) {
-            return PortRef {
-                name: s(n.port_value).clone(),
-                resolved: true,
-                description: descr,
-            };
-        }
-        if let Some(&port) = alias.get(&(sw, n.port_subtype, n.port_value)) {
-            return PortRef {
-                name: s(port).clone(),
-                resolved: true,
-                description: descr,
-            };
-        }
-        if n.port_descr != NONE && local_ports.contains(&(sw, n.port_descr)) {
-            return PortRef {
-                name: s(n.port_descr).clone(),
-                resolved: true,
-                description: descr,
-            };
-        }
-        PortRef {
-            name: Arc::from(format!(
-                "{}:{}",
-                port_subtype_label(n.port_subtype),
-                s(n.port_value)
-            )),
-            resolved: false,
-            description: descr,
-        }
-    };
-
-    // --- Observations.
-    enum Seen {
-        Switch(u32, PortRef),
-        NotSwitch(Arc<str>),
-        Nothing,
-    }
-    struct NicSeen {
-        host: u32,
-        nic: Arc<str>,
-        seen: Seen,
-    }
-    struct SwitchSeen {
-        from: u32,
-        from_port: Arc<str>,
-        to: u32,
-        to_port: PortRef,
-    }
-    let mut nic_seen: Vec<NicSeen> = Vec::new();
-    let mut switch_seen: Vec<SwitchSeen> = Vec::new();
-    let mut side_seen: Vec<NicSeen> = Vec::new(); // hosts seen from switches
-    let mut busy_ports: HashSet<(u32, u32)> = HashSet::new();
+    // --- Observations, as integer records.
+    let mut slots: Vec<u64> = Vec::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut sightings: Vec<SwitchSighting> = Vec::new();
+    let mut busy: Vec<u64> = Vec::new();
+    let mut side: Vec<(u32, u32, u32)> = Vec::new(); // (host, neighbour index, leaf)
     for p in &ports {
         if let ObserverIs::Host(h) = observer_is[p.observer as usize] {
-            nic_seen.push(NicSeen {
-                host: h,
-                nic: s(p.port).clone(),
-                seen: Seen::Nothing,
-            });
+            slots.push(key(h, p.port));
         }
     }
-    for n in &neighbors {
-        let e = n.chassis as usize;
-        let target_switch = entity_switch[e];
+    for (i, n) in neighbors.iter().enumerate() {
+        let target = entity_switch[n.chassis as usize];
         match observer_is[n.observer as usize] {
             ObserverIs::Host(h) => {
-                let seen = if target_switch != NONE {
-                    Seen::Switch(target_switch, resolve(target_switch, n))
-                } else {
-                    let name = if n.sys_name != NONE {
-                        s(n.sys_name).clone()
-                    } else {
-                        s(chassis[e].1).clone()
-                    };
-                    Seen::NotSwitch(name)
-                };
-                nic_seen.push(NicSeen {
-                    host: h,
-                    nic: s(n.port).clone(),
-                    seen,
+                let slot = key(h, n.port);
+                slots.push(slot);
+                candidates.push(Candidate {
+                    slot,
+                    switch: target,
+                    src: i as u32,
+                    own_port: NONE,
                 });
             }
             ObserverIs::Switch(sw) => {
-                busy_ports.insert((sw, n.port));
-                if target_switch != NONE {
-                    if target_switch != sw {
-                        switch_seen.push(SwitchSeen {
+                busy.push(key(sw, n.port));
+                if target != NONE {
+                    if target != sw {
+                        sightings.push(SwitchSighting {
                             from: sw,
-                            from_port: s(n.port).clone(),
-                            to: target_switch,
-                            to_port: resolve(target_switch, n),
+                            from_port: n.port,
+                            to: target,
+                            src: i as u32,
                         });
                     }
-                } else {
-                    let name = entity_host_name[e];
-                    let name = if name != NONE {
-                        name
-                    } else {
-                        continue;
-                    };
-                    let h = *host_index.entry(name).or_insert_with(|| {
-                        host_names_list.push(name);
-                        host_own_table.push(false);
-                        (host_names_list.len() - 1) as u32
-                    });
-                    // A host's own table is authoritative; switch sightings only fill gaps.
-                    let nic: Arc<str> = if PORT_SUBTYPES.get(n.port_subtype as usize)
-                        == Some(&PortIdSubtype::InterfaceName)
-                    {
-                        s(n.port_value).clone()
-                    } else if n.port_descr != NONE {
-                        s(n.port_descr).clone()
-                    } else {
-                        Arc::from(format!(
-                            "{}:{}",
-                            port_subtype_label(n.port_subtype),
-                            s(n.port_value)
-                        ))
-                    };
-                    side_seen.push(NicSeen {
-                        host: h,
-                        nic,
-                        seen: Seen::Switch(
-                            sw,
-                            PortRef {
-                                name: s(n.port).clone(),
-                                resolved: true,
-                                description: None,
-                            },
-                        ),
-                    });
+                    continue;
                 }
+                let name = entity_host_name[n.chassis as usize];
+                if name == NONE {
+                    continue;
+                }
+                let h = *host_index.entry(name).or_insert_with(|| {
+                    host_names_list.push(name);
+                    host_own_table.push(false);
+                    (host_names_list.len() - 1) as u32
+                });
+                side.push((h, i as u32, sw));
             }
         }
     }
-    for x in side_seen {
-        if !host_own_table[x.host as usize] {
-            nic_seen.push(x);
+    // Hosts seen only from their leaves: the NIC is the Port ID (ifname) or its description.
+    // A host's own table is authoritative, so these only fill in hosts without one.
+    for (h, i, sw) in side {
+        if host_own_table[h as usize] {
+            continue;
         }
+        let n = &neighbors[i as usize];
+        let nic = if is_ifname(n.port_subtype) {
+            n.port_value
+        } else if n.port_descr != NONE {
+            n.port_descr
+        } else {
+            let label = format!(
+                "{}:{}",
+                port_subtype_label(n.port_subtype),
+                strings.get(n.port_value)
+            );
+            strings.intern(&label)
+        };
+        let slot = key(h, nic);
+        slots.push(slot);
+        candidates.push(Candidate {
+            slot,
+            switch: sw,
+            src: NONE,
+            own_port: n.port,
+        });
     }
-    for (sw, port, busy) in &mut ports_by_switch {
-        *busy = busy_ports.contains(&(*sw, *port));
-    }
+    // Order: ifname Port ID; the switch's advertised-port map (alias, MAC); a Port Description
+    // naming one of its ports (lldpd's default); else keep `<subtype>:<value>`.
+    let resolve = |sw: u32, n: &RawNeighbor| -> (PortRef, u32) {
+        let descr = (n.port_descr != NONE).then(|| strings.get(n.port_descr).clone());
+        let found = if is_ifname(n.port_subtype) {
+            Some(n.port_value)
+        } else if let Some(&port) = alias.get(&(sw, n.port_subtype, n.port_value)) {
+            Some(port)
+        } else if n.port_descr != NONE && listed.binary_search(&key(sw, n.port_descr)).is_ok() {
+            Some(n.port_descr)
+        } else {
+            None
+        };
+        match found {
+            Some(sym) => (
+                PortRef {
+                    name: strings.get(sym).clone(),
+                    resolved: true,
+                    description: descr,
+                },
+                sym,
+            ),
+            None => (
+                PortRef {
+                    name: Arc::from(format!(
+                        "{}:{}",
+                        port_subtype_label(n.port_subtype),
+                        strings.get(n.port_value)
+                    )),
+                    resolved: false,
+                    description: descr,
+                },
+                NONE,
+            ),
+        }
+    };
 
-    // --- Host records, in content order.
+    slots.sort_unstable();
+    slots.dedup();
+    candidates.sort_unstable_by_key(|c| c.slot);
+    busy.sort_unstable();
+    busy.dedup();
+    let mut used: Vec<u64> = Vec::new();
+
+    // --- Host records. Slots and candidates are both sorted by (host, NIC) key, so one walk
+    // assembles every host; then hosts go to natural name order, each host's NICs too.
+    let mut built: Vec<Option<(Host, Vec<u32>)>> =
+        (0..host_names_list.len()).map(|_| None).collect();
+    let mut next_candidate = 0usize;
+    for per_host in slots.chunk_by(|a, b| hi(*a) == hi(*b)) {
+        let h = hi(per_host[0]);
+        let name = strings.get(host_names_list[h as usize]).to_string();
+        let mut nics: Vec<(u32, Option<NicLink>)> = Vec::with_capacity(per_host.len());
+        for &slot in per_host {
+            while next_candidate < candidates.len() && candidates[next_candidate].slot < slot {
+                next_candidate += 1;
+            }
+            let first = next_candidate;
+            while next_candidate < candidates.len() && candidates[next_candidate].slot == slot {
+                next_candidate += 1;
+            }
+            let nic = lo(slot);
+            let link = pick_link(
+                &candidates[first..next_candidate],
+                &neighbors,
+                &resolve,
+                &switches,
+                &strings,
+                &name,
+                strings.get(nic),
+                &mut findings,
+            );
+            if let Some((l, sym)) = &link
+                && *sym != NONE
+            {
+                used.push(key(l.switch.0, *sym));
+            }
+            nics.push((nic, link.map(|(l, _)| l)));
+        }
+        nics.sort_by(|a, b| natural_cmp(strings.get(a.0), strings.get(b.0)));
+        let syms: Vec<u32> = nics.iter().map(|n| n.0).collect();
+        let host = Host {
+            name,
+            domain: None,
+            nics: nics
+                .into_iter()
+                .map(|(nic, link)| Nic {
+                    name: strings.get(nic).clone(),
+                    rail: 0,
+                    link,
+                })
+                .collect(),
+            seen_from_switches_only: !host_own_table[h as usize],
+        };
+        built[h as usize] = Some((host, syms));
+    }
+    drop(candidates);
+    drop(slots);
     let mut order: Vec<u32> = (0..host_names_list.len() as u32).collect();
     order.sort_by(|&a, &b| {
         natural_cmp(
-            s(host_names_list[a as usize]),
-            s(host_names_list[b as usize]),
+            strings.get(host_names_list[a as usize]),
+            strings.get(host_names_list[b as usize]),
         )
     });
-    let mut host_rank = vec![0u32; order.len()];
-    for (rank, &h) in order.iter().enumerate() {
-        host_rank[h as usize] = rank as u32;
+    let mut hosts: Vec<Host> = Vec::with_capacity(order.len());
+    let mut nic_syms: Vec<u32> = Vec::new();
+    for &h in &order {
+        // A host known only by name (an unplaced sighting) still gets a record.
+        let (host, syms) = built[h as usize].take().unwrap_or_else(|| {
+            (
+                Host {
+                    name: strings.get(host_names_list[h as usize]).to_string(),
+                    domain: None,
+                    nics: Vec::new(),
+                    seen_from_switches_only: !host_own_table[h as usize],
+                },
+                Vec::new(),
+            )
+        });
+        hosts.push(host);
+        nic_syms.extend(syms);
     }
-    nic_seen.sort_by(|a, b| {
-        host_rank[a.host as usize]
-            .cmp(&host_rank[b.host as usize])
-            .then_with(|| natural_cmp(&a.nic, &b.nic))
-    });
-    let mut hosts: Vec<Host> = order
-        .iter()
-        .map(|&h| Host {
-            name: s(host_names_list[h as usize]).to_string(),
-            domain: None,
-            nics: Vec::new(),
-            seen_from_switches_only: !host_own_table[h as usize],
-        })
-        .collect();
-    let mut rail_keys: Vec<(u32, usize, Arc<str>)> = Vec::new(); // (host rank, nic pos, key)
-    for per_nic in nic_seen.chunk_by(|a, b| a.host == b.host && a.nic == b.nic) {
-        let rank = host_rank[per_nic[0].host as usize];
-        let host = &mut hosts[rank as usize];
-        let nic_name = per_nic[0].nic.clone();
-        let mut on_switches: Vec<(u32, PortRef)> = Vec::new();
-        let mut not_switches: Vec<Arc<str>> = Vec::new();
-        for x in per_nic {
-            match &x.seen {
-                Seen::Switch(sw, port) => on_switches.push((*sw, port.clone())),
-                Seen::NotSwitch(name) => not_switches.push(name.clone()),
-                Seen::Nothing => {}
-            }
-        }
-        on_switches.sort_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then_with(|| natural_cmp(&a.1.name, &b.1.name))
-        });
-        on_switches.dedup();
-        not_switches.sort_by(|a, b| natural_cmp(a, b));
-        not_switches.dedup();
-        let link = on_switches.first().map(|(sw, port)| NicLink {
-            switch: SwitchIdx(*sw),
-            port: port.clone(),
-        });
-        if on_switches.len() + not_switches.len() > 1 {
-            let mut seen: Vec<String> = on_switches
-                .iter()
-                .map(|(sw, port)| format!("{} {port}", switches[*sw as usize].name))
-                .collect();
-            seen.extend(not_switches.iter().map(|n| format!("{n} (not a switch)")));
-            findings.push(Finding {
-                severity: Severity::Warning,
-                kind: FindingKind::MultipleNeighbors,
-                host: Some(host.name.clone()),
-                nic: Some(nic_name.to_string()),
-                switch: link
-                    .as_ref()
-                    .map(|l| switches[l.switch.0 as usize].name.clone()),
-                port: link.as_ref().map(|l| l.port.to_string()),
-                expected: None,
-                message: format!(
-                    "{} {nic_name} sees {} neighbours ({}): a hub, a NIC firmware LLDP agent or a \
-                     stale neighbour; placed by {}",
-                    host.name,
-                    seen.len(),
-                    seen.join(", "),
-                    seen.first().map_or("none", String::as_str)
-                ),
-            });
-        } else if let Some(other) = not_switches.first() {
-            findings.push(Finding {
-                severity: Severity::Error,
-                kind: FindingKind::NotASwitch,
-                host: Some(host.name.clone()),
-                nic: Some(nic_name.to_string()),
-                switch: None,
-                port: None,
-                expected: Some(String::from("a leaf switch")),
-                message: format!(
-                    "{} {nic_name} is cabled to {other}, which is not a switch (it advertises no \
-                     bridge or router capability, or it is a host): move the cable to its leaf",
-                    host.name
-                ),
-            });
-        }
-        let position = host.nics.len();
-        host.nics.push(Nic {
-            name: nic_name.clone(),
-            rail: 0,
-            link,
-        });
-        let key = match options.rail_key {
-            RailKey::NicName => nic_name,
-            RailKey::NicOrder => Arc::from(format!("nic{position}")),
-        };
-        rail_keys.push((rank, position, key));
-    }
+    drop(built);
 
     // --- Rails: every distinct key, in natural order.
-    let mut rails: Vec<Arc<str>> = rail_keys.iter().map(|(_, _, k)| k.clone()).collect();
-    rails.sort_by(|a, b| natural_cmp(a, b));
-    rails.dedup();
-    let rail_of: HashMap<&str, u16> = rails
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (&**r, i as u16))
-        .collect();
-    for (rank, pos, key) in &rail_keys {
-        hosts[*rank as usize].nics[*pos].rail = rail_of.get(&**key).copied().unwrap_or(0);
-    }
+    let rails: Vec<Arc<str>> = match options.rail_key {
+        RailKey::NicName => {
+            let mut keys: Vec<u32> = nic_syms.clone();
+            keys.sort_unstable();
+            keys.dedup();
+            keys.sort_by(|&a, &b| natural_cmp(strings.get(a), strings.get(b)));
+            let index: FxHashMap<u32, u16> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| (k, i as u16))
+                .collect();
+            let mut flat = nic_syms.iter();
+            for h in &mut hosts {
+                for nic in &mut h.nics {
+                    nic.rail = flat.next().and_then(|s| index.get(s)).copied().unwrap_or(0);
+                }
+            }
+            keys.iter().map(|&k| strings.get(k).clone()).collect()
+        }
+        RailKey::NicOrder => {
+            let most = hosts.iter().map(|h| h.nics.len()).max().unwrap_or(0);
+            for h in &mut hosts {
+                for (i, nic) in h.nics.iter_mut().enumerate() {
+                    nic.rail = i as u16;
+                }
+            }
+            (0..most).map(|i| Arc::from(format!("nic{i}"))).collect()
+        }
+    };
+    drop(nic_syms);
 
     // --- Switch links: one per cable, observed from one side or both.
-    let links = merge_switch_links(
-        switch_seen
-            .into_iter()
-            .map(|x| (x.from, x.from_port, x.to, x.to_port))
-            .collect(),
-    );
+    let links = merge_switch_links(sightings, &neighbors, &resolve, &strings, &mut used);
 
     // --- Free ports: listed in the switch's own table with no neighbour, and not the far end
     // of any cable seen from elsewhere (a listening host is invisible to its leaf).
-    let mut used: HashSet<(u32, &str)> = HashSet::new();
-    for h in &hosts {
-        for nic in &h.nics {
-            if let Some(l) = &nic.link {
-                used.insert((l.switch.0, &*l.port.name));
-            }
+    used.sort_unstable();
+    used.dedup();
+    let mut free: Vec<(u32, Arc<str>)> = Vec::new();
+    let (mut bi, mut ui) = (0usize, 0usize);
+    for &k in &listed {
+        while bi < busy.len() && busy[bi] < k {
+            bi += 1;
+        }
+        while ui < used.len() && used[ui] < k {
+            ui += 1;
+        }
+        if busy.get(bi) != Some(&k) && used.get(ui) != Some(&k) {
+            free.push((hi(k), strings.get(lo(k)).clone()));
         }
     }
-    for l in &links {
-        used.insert((l.lower.switch.0, &*l.lower.port.name));
-        used.insert((l.upper.switch.0, &*l.upper.port.name));
-    }
-    let mut free: Vec<(u32, Arc<str>)> = ports_by_switch
-        .iter()
-        .filter(|&&(sw, port, busy)| !busy && !used.contains(&(sw, &**s(port))))
-        .map(|&(sw, port, _)| (sw, s(port).clone()))
-        .collect();
     drop(used);
-    free.sort_by(|a, b| natural_cmp(&a.1, &b.1));
+    drop(busy);
+    free.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| natural_cmp(&a.1, &b.1)));
     for (sw, port) in free {
         switches[sw as usize].free_ports.push(port);
     }
@@ -733,80 +762,233 @@ fn build_draft(b: FabricBuilder, options: &InferOptions) -> Draft {
     }
 }
 
+/// Chooses a NIC's link among what it sees (usually exactly one switch) and reports the rest:
+/// several neighbours (a hub, a firmware agent, a stale entry), or a neighbour that is no switch.
+#[allow(clippy::too_many_arguments)]
+fn pick_link(
+    seen: &[Candidate],
+    neighbors: &[RawNeighbor],
+    resolve: &impl Fn(u32, &RawNeighbor) -> (PortRef, u32),
+    switches: &[Switch],
+    strings: &super::ingest::Interner,
+    host: &str,
+    nic: &str,
+    findings: &mut Vec<Finding>,
+) -> Option<(NicLink, u32)> {
+    let port_of = |c: &Candidate| -> (PortRef, u32) {
+        if c.src == NONE {
+            (
+                PortRef {
+                    name: strings.get(c.own_port).clone(),
+                    resolved: true,
+                    description: None,
+                },
+                c.own_port,
+            )
+        } else {
+            resolve(c.switch, &neighbors[c.src as usize])
+        }
+    };
+    if let [only] = seen
+        && only.switch != NONE
+    {
+        let (port, sym) = port_of(only);
+        return Some((
+            NicLink {
+                switch: SwitchIdx(only.switch),
+                port,
+            },
+            sym,
+        ));
+    }
+    let mut on_switches: Vec<(u32, PortRef, u32)> = seen
+        .iter()
+        .filter(|c| c.switch != NONE)
+        .map(|c| {
+            let (port, sym) = port_of(c);
+            (c.switch, port, sym)
+        })
+        .collect();
+    on_switches.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| natural_cmp(&a.1.name, &b.1.name))
+    });
+    on_switches.dedup_by(|a, b| a.0 == b.0 && a.1.name == b.1.name);
+    let mut not_switches: Vec<Arc<str>> = seen
+        .iter()
+        .filter(|c| c.switch == NONE)
+        .map(|c| {
+            let n = &neighbors[c.src as usize];
+            if n.sys_name != NONE {
+                strings.get(n.sys_name).clone()
+            } else {
+                Arc::from(format!("chassis {}", n.chassis))
+            }
+        })
+        .collect();
+    not_switches.sort_by(|a, b| natural_cmp(a, b));
+    not_switches.dedup();
+    let link = on_switches.first().map(|(sw, port, sym)| {
+        (
+            NicLink {
+                switch: SwitchIdx(*sw),
+                port: port.clone(),
+            },
+            *sym,
+        )
+    });
+    if on_switches.len() + not_switches.len() > 1 {
+        let mut names: Vec<String> = on_switches
+            .iter()
+            .map(|(sw, port, _)| format!("{} {port}", switches[*sw as usize].name))
+            .collect();
+        names.extend(not_switches.iter().map(|n| format!("{n} (not a switch)")));
+        findings.push(Finding {
+            severity: Severity::Warning,
+            kind: FindingKind::MultipleNeighbors,
+            host: Some(host.to_owned()),
+            nic: Some(nic.to_owned()),
+            switch: link
+                .as_ref()
+                .map(|l| switches[l.0.switch.0 as usize].name.clone()),
+            port: link.as_ref().map(|l| l.0.port.to_string()),
+            expected: None,
+            message: format!(
+                "{host} {nic} sees {} neighbours ({}): a hub, a NIC firmware LLDP agent or a stale \
+                 neighbour; placed by {}",
+                names.len(),
+                names.join(", "),
+                names.first().map_or("none", String::as_str)
+            ),
+        });
+    } else if let Some(other) = not_switches.first() {
+        findings.push(Finding {
+            severity: Severity::Error,
+            kind: FindingKind::NotASwitch,
+            host: Some(host.to_owned()),
+            nic: Some(nic.to_owned()),
+            switch: None,
+            port: None,
+            expected: Some(String::from("a leaf switch")),
+            message: format!(
+                "{host} {nic} is cabled to {other}, which is not a switch (it advertises no bridge \
+                 or router capability, or it is a host): move the cable to its leaf"
+            ),
+        });
+    }
+    link
+}
+
 /// Pairs each cable's observations from its two ends. An observation from switch A says "my
 /// port p sees B's port q"; one from B says "my port q sees A's port p". They are the same cable
-/// when either end's port matches what the other side reported (ports that could not be resolved
-/// to names still match on the other end). What remains unmatched is a cable seen from one end.
-fn merge_switch_links(mut seen: Vec<(u32, Arc<str>, u32, PortRef)>) -> Vec<SwitchLink> {
-    seen.sort_by(|a, b| {
-        let ka = (a.0.min(a.2), a.0.max(a.2), a.0);
-        let kb = (b.0.min(b.2), b.0.max(b.2), b.0);
-        ka.cmp(&kb)
-            .then_with(|| natural_cmp(&a.1, &b.1))
-            .then_with(|| natural_cmp(&a.3.name, &b.3.name))
-    });
-    seen.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1 && a.2 == b.2 && a.3.name == b.3.name);
-    let mut links = Vec::new();
-    for pair in seen.chunk_by(|a, b| (a.0.min(a.2), a.0.max(a.2)) == (b.0.min(b.2), b.0.max(b.2))) {
-        let lo = pair[0].0.min(pair[0].2);
-        let (from_lo, from_hi): (Vec<_>, Vec<_>) = pair.iter().partition(|x| x.0 == lo);
-        let mut hi_used = vec![false; from_hi.len()];
-        for a in &from_lo {
+/// when either end's port matches what the other side reported; with neither end resolvable,
+/// when each side's Port Description names the other's port (lldpd's default). What remains
+/// unmatched is a cable seen from one end only.
+fn merge_switch_links(
+    mut sightings: Vec<SwitchSighting>,
+    neighbors: &[RawNeighbor],
+    resolve: &impl Fn(u32, &RawNeighbor) -> (PortRef, u32),
+    strings: &super::ingest::Interner,
+    used: &mut Vec<u64>,
+) -> Vec<SwitchLink> {
+    sightings.sort_unstable_by_key(|s| (s.from.min(s.to), s.from.max(s.to), s.from, s.from_port));
+    let mut links = Vec::with_capacity(sightings.len() / 2 + 1);
+    // Buffers reused across switch pairs: most pairs have one or two sightings.
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut hi_used: Vec<bool> = Vec::new();
+    for pair in sightings.chunk_by(|a, b| {
+        (a.from.min(a.to), a.from.max(a.to)) == (b.from.min(b.to), b.from.max(b.to))
+    }) {
+        let lo_sw = pair[0].from.min(pair[0].to);
+        seen.clear();
+        seen.extend(pair.iter().map(|s| {
+            let n = &neighbors[s.src as usize];
+            let (to_port, to_sym) = resolve(s.to, n);
+            Seen {
+                from: s.from,
+                from_port: s.from_port,
+                to: s.to,
+                to_port,
+                to_sym,
+                to_descr: n.port_descr,
+            }
+        }));
+        seen.sort_by(|a, b| {
+            a.from
+                .cmp(&b.from)
+                .then_with(|| natural_cmp(strings.get(a.from_port), strings.get(b.from_port)))
+                .then_with(|| natural_cmp(&a.to_port.name, &b.to_port.name))
+        });
+        seen.dedup_by(|a, b| {
+            a.from == b.from && a.from_port == b.from_port && a.to_port.name == b.to_port.name
+        });
+        // Sorted by observer first, so the lower switch's sightings come first.
+        let split = seen.partition_point(|x| x.from == lo_sw);
+        let (from_lo, from_hi) = seen.split_at(split);
+        hi_used.clear();
+        hi_used.resize(from_hi.len(), false);
+        for a in from_lo {
             let matched = from_hi.iter().enumerate().position(|(i, b)| {
                 !hi_used[i]
-                    && ((a.3.resolved && b.1 == a.3.name)
-                        || (b.3.resolved && a.1 == b.3.name)
-                        || (!a.3.resolved && !b.3.resolved && matches_description(a, b)))
+                    && ((a.to_sym != NONE && a.to_sym == b.from_port)
+                        || (b.to_sym != NONE && b.to_sym == a.from_port)
+                        || (a.to_sym == NONE
+                            && b.to_sym == NONE
+                            && a.to_descr == b.from_port
+                            && b.to_descr == a.from_port))
             });
+            used.push(key(a.from, a.from_port));
             let upper = match matched {
                 Some(i) => {
                     hi_used[i] = true;
+                    used.push(key(a.to, from_hi[i].from_port));
                     PortRef {
-                        name: from_hi[i].1.clone(),
+                        name: strings.get(from_hi[i].from_port).clone(),
                         resolved: true,
-                        description: a.3.description.clone(),
+                        description: a.to_port.description.clone(),
                     }
                 }
-                None => a.3.clone(),
+                None => {
+                    if a.to_sym != NONE {
+                        used.push(key(a.to, a.to_sym));
+                    }
+                    a.to_port.clone()
+                }
             };
             links.push(SwitchLink {
                 lower: LinkEnd {
-                    switch: SwitchIdx(a.0),
-                    port: own_port(&a.1),
+                    switch: SwitchIdx(a.from),
+                    port: own_port(strings.get(a.from_port)),
                 },
                 upper: LinkEnd {
-                    switch: SwitchIdx(a.2),
+                    switch: SwitchIdx(a.to),
                     port: upper,
                 },
                 kind: LinkKind::Unplaced,
             });
         }
         for (i, b) in from_hi.iter().enumerate() {
-            if !hi_used[i] {
-                links.push(SwitchLink {
-                    lower: LinkEnd {
-                        switch: SwitchIdx(b.2),
-                        port: b.3.clone(),
-                    },
-                    upper: LinkEnd {
-                        switch: SwitchIdx(b.0),
-                        port: own_port(&b.1),
-                    },
-                    kind: LinkKind::Unplaced,
-                });
+            if hi_used[i] {
+                continue;
             }
+            used.push(key(b.from, b.from_port));
+            if b.to_sym != NONE {
+                used.push(key(b.to, b.to_sym));
+            }
+            links.push(SwitchLink {
+                lower: LinkEnd {
+                    switch: SwitchIdx(b.to),
+                    port: b.to_port.clone(),
+                },
+                upper: LinkEnd {
+                    switch: SwitchIdx(b.from),
+                    port: own_port(strings.get(b.from_port)),
+                },
+                kind: LinkKind::Unplaced,
+            });
         }
     }
     links
-}
-
-/// With neither end resolvable, two observations are one cable when each side's description
-/// names the other side's port (lldpd's default: MAC Port ID, ifname description).
-fn matches_description(
-    a: &(u32, Arc<str>, u32, PortRef),
-    b: &(u32, Arc<str>, u32, PortRef),
-) -> bool {
-    a.3.description.as_deref() == Some(&*b.1) && b.3.description.as_deref() == Some(&*a.1)
 }
 
 fn own_port(name: &Arc<str>) -> PortRef {

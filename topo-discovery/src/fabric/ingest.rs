@@ -1,8 +1,9 @@
 //! [`FabricBuilder`]: takes neighbour tables one at a time and keeps only what inference needs,
 //! interned, so a fleet's tables can be streamed without holding them all.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use crate::neighbor::{Capability, ChassisIdSubtype, NeighborTable, Observer, PortId, Role};
 
@@ -35,7 +36,7 @@ pub(crate) mod caps {
 /// Strings interned once; ids are only keys, never an order (they depend on input order).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Interner {
-    map: HashMap<Arc<str>, u32>,
+    map: FxHashMap<Arc<str>, u32>,
     strings: Vec<Arc<str>>,
 }
 
@@ -53,10 +54,6 @@ impl Interner {
 
     pub(crate) fn get(&self, id: u32) -> &Arc<str> {
         &self.strings[id as usize]
-    }
-
-    pub(crate) fn lookup(&self, s: &str) -> Option<u32> {
-        self.map.get(s).copied()
     }
 }
 
@@ -105,7 +102,7 @@ pub(crate) struct RawAdvertised {
 pub struct FabricBuilder {
     pub(crate) strings: Interner,
     /// Chassis IDs as (subtype, value string id) -> chassis id.
-    pub(crate) chassis_map: HashMap<(u8, u32), u32>,
+    pub(crate) chassis_map: FxHashMap<(u8, u32), u32>,
     pub(crate) chassis: Vec<(u8, u32)>,
     pub(crate) observers: Vec<RawObserver>,
     pub(crate) neighbors: Vec<RawNeighbor>,

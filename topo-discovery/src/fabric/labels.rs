@@ -133,34 +133,64 @@ pub struct NodeLabels {
     pub labels: BTreeMap<String, String>,
 }
 
-/// Labels for one host: the id of each enclosing domain under its tier key, the leaf id for
-/// each connected rail, and the number of connected rails.
-pub fn host_labels(fabric: &Fabric, host: HostIdx, options: &LabelOptions) -> NodeLabels {
+/// Label keys built once per fabric rather than once per node.
+struct Keys {
+    tiers: Vec<String>,
+    rails: Vec<String>,
+    count: String,
+}
+
+impl Keys {
+    fn new(fabric: &Fabric, options: &LabelOptions) -> Self {
+        Self {
+            tiers: (1..=fabric.depth.max(1))
+                .map(|t| options.tier_key(t))
+                .collect(),
+            rails: (0..fabric.rails.len())
+                .map(|r| options.rail_key(r as u16))
+                .collect(),
+            count: options.rails_key(),
+        }
+    }
+}
+
+fn labels_with(fabric: &Fabric, host: HostIdx, keys: &Keys) -> NodeLabels {
     let h = fabric.host(host);
     let mut labels = BTreeMap::new();
     for d in fabric.host_path(host) {
-        labels.insert(options.tier_key(d.tier), d.id.clone());
+        if let Some(k) = keys.tiers.get(usize::from(d.tier) - 1) {
+            labels.insert(k.clone(), d.id.clone());
+        }
     }
     let mut connected = 0usize;
     for nic in &h.nics {
         if let Some(link) = &nic.link {
             connected += 1;
-            labels
-                .entry(options.rail_key(nic.rail))
-                .or_insert_with(|| fabric.switch(link.switch).id.clone());
+            if let Some(k) = keys.rails.get(usize::from(nic.rail)) {
+                labels
+                    .entry(k.clone())
+                    .or_insert_with(|| fabric.switch(link.switch).id.clone());
+            }
         }
     }
-    labels.insert(options.rails_key(), connected.to_string());
+    labels.insert(keys.count.clone(), connected.to_string());
     NodeLabels {
         node: h.name.clone(),
         labels,
     }
 }
 
+/// Labels for one host: the id of each enclosing domain under its tier key, the leaf id for
+/// each connected rail, and the number of connected rails.
+pub fn host_labels(fabric: &Fabric, host: HostIdx, options: &LabelOptions) -> NodeLabels {
+    labels_with(fabric, host, &Keys::new(fabric, options))
+}
+
 /// Labels for every host, in host order.
 pub fn node_labels(fabric: &Fabric, options: &LabelOptions) -> Vec<NodeLabels> {
+    let keys = Keys::new(fabric, options);
     (0..fabric.hosts.len())
-        .map(|i| host_labels(fabric, HostIdx(i as u32), options))
+        .map(|i| labels_with(fabric, HostIdx(i as u32), &keys))
         .collect()
 }
 

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use super::model::{
     Domain, DomainIdx, Fabric, Finding, FindingKind, Host, LinkKind, Severity, SwitchIdx,
 };
@@ -193,6 +195,9 @@ fn check_rails(fabric: &Fabric, host: &Host, group: &Domain, out: &mut Vec<Findi
     for nic in &host.nics {
         let Some(link) = &nic.link else { continue };
         let leaf = fabric.switch(link.switch);
+        if leaf.domain == host.domain && leaf.rails.contains(&nic.rail) {
+            continue; // the common case: nothing to say, nothing to format
+        }
         let expected_leaf = leaf_for_rail(fabric, group, nic.rail);
         let expected = expected_leaf.map(|l| {
             format!(
@@ -289,7 +294,7 @@ fn mode(values: impl Iterator<Item = u32>) -> Option<u32> {
 
 fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
     // Uplink counts per (lower switch, upper switch).
-    let mut count: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut count: FxHashMap<(u32, u32), u32> = FxHashMap::default();
     for l in &fabric.links {
         if l.kind == LinkKind::Uplink {
             *count
