@@ -130,7 +130,7 @@ fn labels_and_hypernodes_name_the_same_domains() {
                 }
                 // No tier label without a HyperNode behind it.
                 assert!(
-                    node.labels.get(&opts.tier_key(tier)).is_none(),
+                    !node.labels.contains_key(&opts.tier_key(tier)),
                     "{name}: {}",
                     node.node
                 );
