@@ -4,4 +4,5 @@
 //! reports and what the fabric inference reads, whatever the source (our own listener or a
 //! switch's lldpd).
 
+pub mod lldp;
 pub mod neighbor;
