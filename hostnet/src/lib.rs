@@ -6,3 +6,4 @@
 //! model read from sysfs ([`sriov`]).
 
 pub mod netns;
+pub mod packet;
