@@ -41,10 +41,17 @@ fn bench(c: &mut Criterion) {
         drop(tables);
 
         group.bench_with_input(BenchmarkId::new("infer", hosts), &builder, |b, builder| {
-            b.iter_batched(|| builder.clone(), |bl| bl.infer(&options), BatchSize::LargeInput);
+            b.iter_batched(
+                || builder.clone(),
+                |bl| bl.infer(&options),
+                BatchSize::LargeInput,
+            );
         });
         let fabric = builder.infer(&options);
-        assert!(fabric.findings.is_empty(), "the synthetic fabric is cabled correctly");
+        assert!(
+            fabric.findings.is_empty(),
+            "the synthetic fabric is cabled correctly"
+        );
 
         group.bench_with_input(BenchmarkId::new("outputs", hosts), &fabric, |b, fabric| {
             b.iter(|| {
