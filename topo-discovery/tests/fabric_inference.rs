@@ -537,3 +537,22 @@ fn a_synthetic_three_tier_fabric_has_the_expected_shape() {
         assert!(names::is_valid_id(&d.id), "{}", d.id);
     }
 }
+
+#[test]
+fn finding_names_in_text_match_the_json() {
+    let mut lab = rail_lab();
+    lab.uncable("h1", NIC0).uncable("h1", NIC1);
+    lab.cable("h1", NIC0, "leaf2", "swp1")
+        .cable("h1", NIC1, "leaf1", "swp1");
+    let f = run(&lab);
+    for x in &f.findings {
+        let json = serde_json::to_value(x).unwrap();
+        assert_eq!(json["kind"], x.kind.as_str());
+        assert_eq!(json["severity"], x.severity.as_str());
+        assert!(
+            x.to_string()
+                .starts_with(&format!("error[{}]: h1 ", x.kind.as_str())),
+            "{x}"
+        );
+    }
+}

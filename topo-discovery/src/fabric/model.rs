@@ -234,17 +234,44 @@ pub struct Finding {
     pub message: String,
 }
 
-impl std::fmt::Display for Finding {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let severity = match self.severity {
+impl Severity {
+    /// The name used in reports and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
-        };
-        let kind = serde_json::to_value(self.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        write!(f, "{severity}[{kind}]: {}", self.message)
+        }
+    }
+}
+
+impl FindingKind {
+    /// The name used in reports and JSON (`swapped_rail`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingKind::SwappedRail => "swapped_rail",
+            FindingKind::SharedLeaf => "shared_leaf",
+            FindingKind::WrongGroup => "wrong_group",
+            FindingKind::MissingRail => "missing_rail",
+            FindingKind::NotASwitch => "not_a_switch",
+            FindingKind::HostUnconnected => "host_unconnected",
+            FindingKind::MultipleNeighbors => "multiple_neighbors",
+            FindingKind::MissingUplink => "missing_uplink",
+            FindingKind::AsymmetricFanout => "asymmetric_fanout",
+            FindingKind::UnplacedSwitch => "unplaced_switch",
+            FindingKind::AmbiguousObserver => "ambiguous_observer",
+        }
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}[{}]: {}",
+            self.severity.as_str(),
+            self.kind.as_str(),
+            self.message
+        )
     }
 }
 
