@@ -5,7 +5,7 @@ set -euo pipefail
 want=(iproute2 iputils-ping containernetworking-plugins)
 if [ "${1:-demo}" = test ]; then
   want+=(lldpd tcpdump arping strace hyperfine qemu-system-x86 linux-image-amd64 busybox-static
-         cpio rdma-core)
+         cpio rdma-core graphviz)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -9,6 +9,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 pub mod cni;
+pub mod fabric;
 pub mod iproute2;
 pub mod node;
 pub mod sandbox;

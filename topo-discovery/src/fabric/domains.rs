@@ -1,0 +1,314 @@
+//! Domains: leaf groups at tier 1, then each higher tier's connected pieces, nested by
+//! construction into a strict tree; rails per leaf; path-qualified ids.
+
+use std::collections::HashMap;
+
+use super::infer::Draft;
+use super::model::{Domain, DomainIdx, Fabric, HostIdx, LinkKind, SwitchIdx};
+use super::names::{disambiguate, group_name, qualify, sanitize_segment};
+
+struct UnionFind(Vec<u32>);
+
+impl UnionFind {
+    fn new(n: usize) -> Self {
+        Self((0..n as u32).collect())
+    }
+    fn find(&mut self, mut x: u32) -> u32 {
+        while self.0[x as usize] != x {
+            let parent = self.0[x as usize];
+            self.0[x as usize] = self.0[parent as usize];
+            x = parent;
+        }
+        x
+    }
+    fn union(&mut self, a: u32, b: u32) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        // The smaller root wins, so the result does not depend on the order of unions.
+        if ra < rb {
+            self.0[rb as usize] = ra;
+        } else if rb < ra {
+            self.0[ra as usize] = rb;
+        }
+    }
+}
+
+pub(crate) fn build(draft: Draft) -> Fabric {
+    let Draft {
+        rails,
+        mut switches,
+        salts,
+        mut hosts,
+        links,
+        findings,
+        depth,
+    } = draft;
+    let n_sw = switches.len();
+
+    // --- Leaves of each host, and hosts per leaf.
+    let host_leaves: Vec<Vec<u32>> = hosts
+        .iter()
+        .map(|h| {
+            let mut v: Vec<u32> = h
+                .nics
+                .iter()
+                .filter_map(|n| n.link.as_ref())
+                .map(|l| l.switch.0)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect();
+    let mut hosts_per_switch = vec![0u32; n_sw];
+    for leaves in &host_leaves {
+        for &l in leaves {
+            hosts_per_switch[l as usize] += 1;
+        }
+    }
+
+    // --- Leaf groups: leaves joined by the hosts they share. An edge counts only when at least
+    // half of the smaller leaf's hosts share it, so one miscabled host does not merge two groups.
+    // Each host contributes a star from its first leaf (in content order) rather than every
+    // pair: the hosts of a group share that first leaf, and it keeps 8 rails at 7 edges a host.
+    let mut pairs: Vec<u64> = Vec::new();
+    for leaves in &host_leaves {
+        if let Some((&a, rest)) = leaves.split_first() {
+            pairs.extend(rest.iter().map(|&b| (u64::from(a) << 32) | u64::from(b)));
+        }
+    }
+    pairs.sort_unstable();
+    let mut uf = UnionFind::new(n_sw);
+    for run in pairs.chunk_by(|a, b| a == b) {
+        let (a, b) = ((run[0] >> 32) as u32, run[0] as u32);
+        let shared = run.len() as u32;
+        let smaller = hosts_per_switch[a as usize].min(hosts_per_switch[b as usize]);
+        if 2 * shared >= smaller {
+            uf.union(a, b);
+        }
+    }
+    drop(pairs);
+    let mut domains: Vec<Domain> = Vec::new();
+    let mut group_of_root: HashMap<u32, u32> = HashMap::new();
+    // Switch indices are in content order, so iterating them gives a stable group order.
+    for sw in 0..n_sw as u32 {
+        if switches[sw as usize].tier != Some(1) {
+            continue;
+        }
+        let root = uf.find(sw);
+        let d = *group_of_root.entry(root).or_insert_with(|| {
+            domains.push(new_domain(1));
+            (domains.len() - 1) as u32
+        });
+        domains[d as usize].switches.push(SwitchIdx(sw));
+        switches[sw as usize].domain = Some(DomainIdx(d));
+    }
+
+    // --- Rails per leaf: the rails carried by at least half as many hosts as its main rail.
+    let mut counts: Vec<Vec<(u16, u32)>> = vec![Vec::new(); n_sw];
+    for h in &hosts {
+        for nic in &h.nics {
+            if let Some(l) = &nic.link {
+                let per_rail = &mut counts[l.switch.0 as usize];
+                match per_rail.iter_mut().find(|(r, _)| *r == nic.rail) {
+                    Some(c) => c.1 += 1,
+                    None => per_rail.push((nic.rail, 1)),
+                }
+            }
+        }
+    }
+    for c in &mut counts {
+        c.sort_unstable();
+    }
+    let mut aligned = 0usize;
+    let mut leaves = 0usize;
+    for (sw, c) in counts.iter().enumerate() {
+        let Some(max) = c.iter().map(|x| x.1).max() else {
+            continue;
+        };
+        let served: Vec<u16> = c.iter().filter(|x| 2 * x.1 >= max).map(|x| x.0).collect();
+        leaves += 1;
+        if served.len() < rails.len() {
+            aligned += 1;
+        }
+        switches[sw].rails = served;
+    }
+    // Rail-optimised: several rails, and most leaves serve fewer rails than exist.
+    let rail_optimized = rails.len() >= 2 && 2 * aligned > leaves;
+
+    // --- Each host joins the group holding most of its NICs (ties: its lowest rail's group).
+    for (hi, h) in hosts.iter_mut().enumerate() {
+        let mut votes: Vec<(u32, u32, u16)> = Vec::new(); // (group, count, lowest rail)
+        for nic in &h.nics {
+            let Some(l) = &nic.link else { continue };
+            let Some(DomainIdx(g)) = switches[l.switch.0 as usize].domain else {
+                continue;
+            };
+            match votes.iter_mut().find(|v| v.0 == g) {
+                Some(v) => {
+                    v.1 += 1;
+                    v.2 = v.2.min(nic.rail);
+                }
+                None => votes.push((g, 1, nic.rail)),
+            }
+        }
+        let best = votes.iter().max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| b.2.cmp(&a.2))
+                .then_with(|| b.0.cmp(&a.0))
+        });
+        if let Some(&(g, _, _)) = best {
+            h.domain = Some(DomainIdx(g));
+            domains[g as usize].hosts.push(HostIdx(hi as u32));
+        }
+    }
+
+    // --- Higher tiers: at tier k, the tier k-1 domains and tier-k switches joined by uplinks.
+    let mut tier_start = 0usize;
+    for k in 2..=depth {
+        let below: Vec<u32> = (tier_start..domains.len()).map(|d| d as u32).collect();
+        tier_start = domains.len();
+        let base = below.first().copied().unwrap_or(0);
+        let m = below.len() as u32;
+        let uppers: Vec<u32> = (0..n_sw as u32)
+            .filter(|&s| switches[s as usize].tier == Some(k))
+            .collect();
+        let upper_pos: HashMap<u32, u32> = uppers
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (s, m + i as u32))
+            .collect();
+        let mut uf = UnionFind::new(below.len() + uppers.len());
+        for l in &links {
+            if l.kind != LinkKind::Uplink {
+                continue;
+            }
+            let (lo, up) = (&switches[l.lower.switch.0 as usize], l.upper.switch.0);
+            if lo.tier != Some(k - 1) || switches[up as usize].tier != Some(k) {
+                continue;
+            }
+            let (Some(DomainIdx(d)), Some(&u)) = (lo.domain, upper_pos.get(&up)) else {
+                continue;
+            };
+            uf.union(d - base, u);
+        }
+        let mut domain_of_root: HashMap<u32, u32> = HashMap::new();
+        for (i, &sw) in uppers.iter().enumerate() {
+            let root = uf.find(m + i as u32);
+            let d = *domain_of_root.entry(root).or_insert_with(|| {
+                domains.push(new_domain(k));
+                (domains.len() - 1) as u32
+            });
+            domains[d as usize].switches.push(SwitchIdx(sw));
+            switches[sw as usize].domain = Some(DomainIdx(d));
+        }
+        for &child in &below {
+            let root = uf.find(child - base);
+            if let Some(&parent) = domain_of_root.get(&root) {
+                domains[child as usize].parent = Some(DomainIdx(parent));
+                domains[parent as usize].children.push(DomainIdx(child));
+            }
+        }
+    }
+
+    // --- Names and ids, top-down so that children qualify with their parent's final id.
+    for d in &mut domains {
+        let segments: Vec<String> = d
+            .switches
+            .iter()
+            .map(|s| sanitize_segment(&switches[s.0 as usize].name))
+            .collect();
+        let refs: Vec<&str> = segments.iter().map(String::as_str).collect();
+        d.name = group_name(&refs);
+    }
+    let mut order: Vec<usize> = (0..domains.len()).collect();
+    order.sort_by(|&a, &b| domains[b].tier.cmp(&domains[a].tier));
+    let mut taken: HashMap<String, u32> = HashMap::new();
+    for tier in (1..=depth.max(1)).rev() {
+        let at: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&d| domains[d].tier == tier)
+            .collect();
+        let mut ids: Vec<String> = at
+            .iter()
+            .map(|&d| {
+                let parent = domains[d].parent.map(|p| domains[p.0 as usize].id.clone());
+                qualify(parent.as_deref(), &domains[d].name)
+            })
+            .collect();
+        let mut count: HashMap<&str, u32> = HashMap::new();
+        for id in &ids {
+            *count.entry(id.as_str()).or_default() += 1;
+        }
+        let clash: Vec<bool> = ids
+            .iter()
+            .map(|id| count.get(id.as_str()).copied().unwrap_or(0) > 1 || taken.contains_key(id))
+            .collect();
+        for (i, &d) in at.iter().enumerate() {
+            if clash[i] {
+                let salt: Vec<&str> = domains[d]
+                    .switches
+                    .iter()
+                    .map(|s| salts[s.0 as usize].as_str())
+                    .collect();
+                ids[i] = disambiguate(&ids[i], &salt.join(","));
+            }
+        }
+        for (i, &d) in at.iter().enumerate() {
+            taken.insert(ids[i].clone(), d as u32);
+            domains[d].id = std::mem::take(&mut ids[i]);
+        }
+    }
+
+    // --- Switch ids: the domain's id for a domain's only switch, else qualified by it.
+    let mut ids: Vec<String> = switches
+        .iter()
+        .map(|sw| match sw.domain {
+            Some(DomainIdx(d)) if domains[d as usize].switches.len() == 1 => {
+                domains[d as usize].id.clone()
+            }
+            Some(DomainIdx(d)) => {
+                qualify(Some(&domains[d as usize].id), &sanitize_segment(&sw.name))
+            }
+            None => sanitize_segment(&sw.name),
+        })
+        .collect();
+    let mut count: HashMap<String, u32> = HashMap::new();
+    for id in &ids {
+        *count.entry(id.clone()).or_default() += 1;
+    }
+    for (i, id) in ids.iter_mut().enumerate() {
+        if count.get(id.as_str()).copied().unwrap_or(0) > 1 {
+            *id = disambiguate(id, &salts[i]);
+        }
+    }
+    for (sw, id) in switches.iter_mut().zip(ids) {
+        sw.id = id;
+    }
+
+    for d in &mut domains {
+        d.children.sort_by_key(|c| c.0);
+    }
+    Fabric {
+        rails,
+        rail_optimized,
+        depth,
+        switches,
+        hosts,
+        domains,
+        links,
+        findings,
+    }
+}
+
+fn new_domain(tier: u8) -> Domain {
+    Domain {
+        id: String::new(),
+        name: String::new(),
+        tier,
+        parent: None,
+        children: Vec::new(),
+        switches: Vec::new(),
+        hosts: Vec::new(),
+    }
+}

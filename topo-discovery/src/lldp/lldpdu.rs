@@ -1,0 +1,913 @@
+//! The LLDPDU: decoding with 802.1AB receive validation (at least as strict as lldpd), and
+//! encoding.
+//!
+//! Decoding borrows from the input and allocates once (the TLV list). An LLDPDU that breaks a
+//! rule lldpd enforces is rejected with a [`DecodeError`]; a TLV that breaks only a rule lldpd
+//! does not check (an exact length, a repeat of a once-only TLV) is kept as
+//! [`Tlv::Discarded`] and the rest of the LLDPDU is used, as 802.1AB prescribes for TLV errors.
+
+use std::borrow::Cow;
+
+use super::basic::{
+    self, ChassisId, IdSubtype, ManagementAddress, PortId, SystemCapabilities, TlvResult,
+};
+use super::dcbx::{
+    self, AppPriorityTable, ETS_INFO_LEN, EtsConfiguration, EtsRecommendation, PFC_INFO_LEN,
+    PfcConfiguration,
+};
+use super::error::{DecodeError, EncodeError, Expected, TlvError, TlvKind};
+use super::org::{self, LinkAggregation, MacPhy, OrgTlv, Oui, VlanName, dot1, dot3};
+use super::tlv::{RawTlv, TlvReader, be16, types, write_tlv};
+use super::validate::{MandatoryOrder, Singleton, Singletons};
+
+/// A decoded LLDPDU.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Lldpdu<'a> {
+    /// Chassis ID (first TLV).
+    pub chassis_id: ChassisId<'a>,
+    /// Port ID (second TLV).
+    pub port_id: PortId<'a>,
+    /// Time to live in seconds (third TLV); 0 is a shutdown LLDPDU.
+    pub ttl: u16,
+    /// The optional TLVs, in wire order (End not included).
+    pub tlvs: Vec<Tlv<'a>>,
+}
+
+/// One optional TLV.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Tlv<'a> {
+    /// Port Description (0-255 octets, usually text).
+    PortDescription(Cow<'a, [u8]>),
+    /// System Name.
+    SystemName(Cow<'a, [u8]>),
+    /// System Description.
+    SystemDescription(Cow<'a, [u8]>),
+    /// System Capabilities.
+    SystemCapabilities(SystemCapabilities),
+    /// Management Address (may repeat).
+    ManagementAddress(ManagementAddress<'a>),
+    /// 802.1 Port VLAN ID (0: none).
+    PortVlanId(u16),
+    /// 802.1 VLAN Name (may repeat).
+    VlanName(VlanName<'a>),
+    /// 802.1 Link Aggregation (subtype 7).
+    LinkAggregation(LinkAggregation),
+    /// 802.3 MAC/PHY Configuration/Status.
+    MacPhy(MacPhy),
+    /// 802.3 Link Aggregation (subtype 3, deprecated).
+    LegacyLinkAggregation(LinkAggregation),
+    /// 802.3 Maximum Frame Size.
+    MaxFrameSize(u16),
+    /// 802.1Qaz ETS Configuration.
+    EtsConfiguration(EtsConfiguration),
+    /// 802.1Qaz ETS Recommendation.
+    EtsRecommendation(EtsRecommendation),
+    /// 802.1Qaz PFC Configuration.
+    Pfc(PfcConfiguration),
+    /// 802.1Qaz Application Priority.
+    ApplicationPriority(AppPriorityTable<'a>),
+    /// An organisational TLV we do not decode (counted as unrecognised).
+    Org(OrgTlv<'a>),
+    /// A reserved TLV type, 9-126 (counted as unrecognised).
+    Reserved {
+        /// The type.
+        tlv_type: u8,
+        /// Its information string.
+        value: Cow<'a, [u8]>,
+    },
+    /// A TLV that broke a TLV-level rule; not used, counted as discarded, re-encoded as is.
+    Discarded {
+        /// The type.
+        tlv_type: u8,
+        /// Its information string.
+        value: Cow<'a, [u8]>,
+        /// What is wrong with it.
+        error: TlvError,
+    },
+}
+
+impl Tlv<'_> {
+    /// True for TLVs kept raw because we do not know them.
+    pub fn is_unrecognized(&self) -> bool {
+        matches!(self, Self::Org(_) | Self::Reserved { .. })
+    }
+
+    /// A copy that owns its octets.
+    pub fn into_owned(self) -> Tlv<'static> {
+        fn own(c: Cow<'_, [u8]>) -> Cow<'static, [u8]> {
+            Cow::Owned(c.into_owned())
+        }
+        match self {
+            Self::PortDescription(s) => Tlv::PortDescription(own(s)),
+            Self::SystemName(s) => Tlv::SystemName(own(s)),
+            Self::SystemDescription(s) => Tlv::SystemDescription(own(s)),
+            Self::SystemCapabilities(c) => Tlv::SystemCapabilities(c),
+            Self::ManagementAddress(m) => Tlv::ManagementAddress(m.into_owned()),
+            Self::PortVlanId(v) => Tlv::PortVlanId(v),
+            Self::VlanName(v) => Tlv::VlanName(v.into_owned()),
+            Self::LinkAggregation(l) => Tlv::LinkAggregation(l),
+            Self::MacPhy(m) => Tlv::MacPhy(m),
+            Self::LegacyLinkAggregation(l) => Tlv::LegacyLinkAggregation(l),
+            Self::MaxFrameSize(m) => Tlv::MaxFrameSize(m),
+            Self::EtsConfiguration(e) => Tlv::EtsConfiguration(e),
+            Self::EtsRecommendation(e) => Tlv::EtsRecommendation(e),
+            Self::Pfc(p) => Tlv::Pfc(p),
+            Self::ApplicationPriority(a) => Tlv::ApplicationPriority(a.into_owned()),
+            Self::Org(o) => Tlv::Org(o.into_owned()),
+            Self::Reserved { tlv_type, value } => Tlv::Reserved {
+                tlv_type,
+                value: own(value),
+            },
+            Self::Discarded {
+                tlv_type,
+                value,
+                error,
+            } => Tlv::Discarded {
+                tlv_type,
+                value: own(value),
+                error,
+            },
+        }
+    }
+
+    /// Appends the TLV (header and information string).
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let org = |subtype| TlvKind::Org {
+            oui: Oui::DOT1,
+            subtype,
+        };
+        let dot3 = |subtype| TlvKind::Org {
+            oui: Oui::DOT3,
+            subtype,
+        };
+        match self {
+            Self::PortDescription(s) => string_tlv(out, types::PORT_DESCRIPTION, s),
+            Self::SystemName(s) => string_tlv(out, types::SYSTEM_NAME, s),
+            Self::SystemDescription(s) => string_tlv(out, types::SYSTEM_DESCRIPTION, s),
+            Self::SystemCapabilities(c) => write_tlv(
+                out,
+                types::SYSTEM_CAPABILITIES,
+                TlvKind::SystemCapabilities,
+                |o| {
+                    o.extend_from_slice(&c.supported.to_be_bytes());
+                    o.extend_from_slice(&c.enabled.to_be_bytes());
+                    Ok(())
+                },
+            ),
+            Self::ManagementAddress(m) => write_tlv(
+                out,
+                types::MANAGEMENT_ADDRESS,
+                TlvKind::ManagementAddress,
+                |o| basic::encode_management_address(o, m),
+            ),
+            Self::PortVlanId(v) => org_tlv(out, org(dot1::PORT_VLAN_ID), |o| {
+                o.extend_from_slice(&v.to_be_bytes());
+                Ok(())
+            }),
+            Self::VlanName(v) => org_tlv(out, org(dot1::VLAN_NAME), |o| {
+                org::encode_vlan_name(o, org(dot1::VLAN_NAME), v)
+            }),
+            Self::LinkAggregation(l) => org_tlv(out, org(dot1::LINK_AGGREGATION), |o| {
+                org::encode_link_aggregation(o, org(dot1::LINK_AGGREGATION), l)
+            }),
+            Self::MacPhy(m) => org_tlv(out, dot3(dot3::MAC_PHY), |o| {
+                org::encode_mac_phy(o, m);
+                Ok(())
+            }),
+            Self::LegacyLinkAggregation(l) => org_tlv(out, dot3(dot3::LINK_AGGREGATION), |o| {
+                org::encode_link_aggregation(o, dot3(dot3::LINK_AGGREGATION), l)
+            }),
+            Self::MaxFrameSize(m) => org_tlv(out, dot3(dot3::MAX_FRAME_SIZE), |o| {
+                o.extend_from_slice(&m.to_be_bytes());
+                Ok(())
+            }),
+            Self::EtsConfiguration(e) => org_tlv(out, org(dot1::ETS_CONFIGURATION), |o| {
+                dcbx::encode_ets_configuration(o, org(dot1::ETS_CONFIGURATION), e)
+            }),
+            Self::EtsRecommendation(e) => org_tlv(out, org(dot1::ETS_RECOMMENDATION), |o| {
+                dcbx::encode_ets_recommendation(o, org(dot1::ETS_RECOMMENDATION), e)
+            }),
+            Self::Pfc(p) => org_tlv(out, org(dot1::PFC_CONFIGURATION), |o| {
+                dcbx::encode_pfc(o, org(dot1::PFC_CONFIGURATION), p)
+            }),
+            Self::ApplicationPriority(t) => org_tlv(out, org(dot1::APPLICATION_PRIORITY), |o| {
+                dcbx::encode_app(o, t);
+                Ok(())
+            }),
+            Self::Org(o) => org_tlv(
+                out,
+                TlvKind::Org {
+                    oui: o.oui,
+                    subtype: o.subtype,
+                },
+                |w| {
+                    w.extend_from_slice(&o.info);
+                    Ok(())
+                },
+            ),
+            Self::Reserved { tlv_type, value } => {
+                raw_tlv(out, *tlv_type, 9..=126, TlvKind::Reserved(*tlv_type), value)
+            }
+            Self::Discarded {
+                tlv_type, value, ..
+            } => raw_tlv(out, *tlv_type, 4..=127, TlvKind::basic(*tlv_type), value),
+        }
+    }
+}
+
+fn string_tlv(out: &mut Vec<u8>, tlv_type: u8, s: &[u8]) -> Result<(), EncodeError> {
+    let kind = TlvKind::basic(tlv_type);
+    write_tlv(out, tlv_type, kind, |o| basic::encode_string(o, kind, s))
+}
+
+fn org_tlv(
+    out: &mut Vec<u8>,
+    kind: TlvKind,
+    body: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
+    let TlvKind::Org { oui, subtype } = kind else {
+        return Err(EncodeError::Range {
+            kind,
+            field: "type",
+            value: 0,
+            min: 127,
+            max: 127,
+        });
+    };
+    write_tlv(out, types::ORG, kind, |o| {
+        o.extend_from_slice(&oui.0);
+        o.push(subtype);
+        body(o)
+    })
+}
+
+fn raw_tlv(
+    out: &mut Vec<u8>,
+    tlv_type: u8,
+    allowed: std::ops::RangeInclusive<u8>,
+    kind: TlvKind,
+    value: &[u8],
+) -> Result<(), EncodeError> {
+    if !allowed.contains(&tlv_type) {
+        return Err(EncodeError::Range {
+            kind,
+            field: "type",
+            value: tlv_type.into(),
+            min: (*allowed.start()).into(),
+            max: (*allowed.end()).into(),
+        });
+    }
+    write_tlv(out, tlv_type, kind, |o| {
+        o.extend_from_slice(value);
+        Ok(())
+    })
+}
+
+impl<'a> Lldpdu<'a> {
+    /// An LLDPDU with just the mandatory TLVs.
+    pub fn new(chassis_id: ChassisId<'a>, port_id: PortId<'a>, ttl: u16) -> Self {
+        Self {
+            chassis_id,
+            port_id,
+            ttl,
+            tlvs: Vec::new(),
+        }
+    }
+
+    /// Decodes an LLDPDU (the Ethernet payload), validating it as 802.1AB and lldpd do.
+    ///
+    /// Octets after the End TLV (frame padding) are ignored.
+    pub fn decode(lldpdu: &'a [u8]) -> Result<Self, DecodeError> {
+        let mut order = MandatoryOrder::default();
+        let mut singletons = Singletons::default();
+        let mut chassis_id = None;
+        let mut port_id = None;
+        let mut ttl = None;
+        // One allocation sized for a typical switch LLDPDU.
+        let mut tlvs = Vec::with_capacity(16);
+        for item in TlvReader::new(lldpdu) {
+            let tlv = item?;
+            if order.check(&tlv)? {
+                match tlv.tlv_type {
+                    types::CHASSIS_ID => {
+                        let (subtype, id) = basic::decode_id(&tlv, TlvKind::ChassisId)?;
+                        chassis_id = Some(ChassisId {
+                            subtype,
+                            id: Cow::Borrowed(id),
+                        });
+                    }
+                    types::PORT_ID => {
+                        let (subtype, id) = basic::decode_id(&tlv, TlvKind::PortId)?;
+                        port_id = Some(PortId {
+                            subtype,
+                            id: Cow::Borrowed(id),
+                        });
+                    }
+                    _ => ttl = Some(basic::decode_ttl(&tlv)?),
+                }
+                continue;
+            }
+            if tlv.tlv_type == types::END {
+                if !tlv.value.is_empty() {
+                    return Err(DecodeError::EndLength {
+                        offset: tlv.offset,
+                        length: tlv.value.len(),
+                    });
+                }
+                return match (chassis_id, port_id, ttl) {
+                    (Some(chassis_id), Some(port_id), Some(ttl)) => Ok(Self {
+                        chassis_id,
+                        port_id,
+                        ttl,
+                        tlvs,
+                    }),
+                    // The order check guarantees all three; keep a typed answer regardless.
+                    _ => Err(DecodeError::Missing {
+                        kind: order.missing().unwrap_or(TlvKind::ChassisId),
+                    }),
+                };
+            }
+            tlvs.push(decode_optional(&tlv, &mut singletons)?);
+        }
+        Err(match order.missing() {
+            Some(kind) => DecodeError::Missing { kind },
+            None => DecodeError::MissingEnd {
+                length: lldpdu.len(),
+            },
+        })
+    }
+
+    /// Appends the encoded LLDPDU, End TLV included. On error `out` is left as it was.
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let start = out.len();
+        let result = self.encode_inner(out);
+        if result.is_err() {
+            out.truncate(start);
+        }
+        result
+    }
+
+    fn encode_inner(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        write_tlv(out, types::CHASSIS_ID, TlvKind::ChassisId, |o| {
+            basic::encode_id(
+                o,
+                TlvKind::ChassisId,
+                self.chassis_id.subtype.code(),
+                &self.chassis_id.id,
+            )
+        })?;
+        write_tlv(out, types::PORT_ID, TlvKind::PortId, |o| {
+            basic::encode_id(
+                o,
+                TlvKind::PortId,
+                self.port_id.subtype.code(),
+                &self.port_id.id,
+            )
+        })?;
+        write_tlv(out, types::TTL, TlvKind::Ttl, |o| {
+            o.extend_from_slice(&self.ttl.to_be_bytes());
+            Ok(())
+        })?;
+        for tlv in &self.tlvs {
+            tlv.encode(out)?;
+        }
+        out.extend_from_slice(&[0, 0]);
+        Ok(())
+    }
+
+    /// The encoded LLDPDU.
+    pub fn to_vec(&self) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::with_capacity(256);
+        self.encode(&mut out)?;
+        Ok(out)
+    }
+
+    /// True for a shutdown LLDPDU (TTL 0): the receiver forgets this MSAP at once.
+    pub fn is_shutdown(&self) -> bool {
+        self.ttl == 0
+    }
+
+    /// The shutdown LLDPDU for this one's MSAP: same IDs, TTL 0, no optional TLVs.
+    pub fn shutdown(&self) -> Lldpdu<'a> {
+        Lldpdu::new(self.chassis_id.clone(), self.port_id.clone(), 0)
+    }
+
+    /// A copy that owns all its octets.
+    pub fn into_owned(self) -> Lldpdu<'static> {
+        Lldpdu {
+            chassis_id: self.chassis_id.into_owned(),
+            port_id: self.port_id.into_owned(),
+            ttl: self.ttl,
+            tlvs: self.tlvs.into_iter().map(Tlv::into_owned).collect(),
+        }
+    }
+}
+
+fn discard<'a>(tlv: &RawTlv<'a>, error: TlvError) -> Tlv<'a> {
+    Tlv::Discarded {
+        tlv_type: tlv.tlv_type,
+        value: Cow::Borrowed(tlv.value),
+        error,
+    }
+}
+
+/// Applies the once-only rule to a TLV that passed its own checks.
+fn once<'a>(
+    singletons: &mut Singletons,
+    which: Singleton,
+    kind: TlvKind,
+    tlv: &RawTlv<'a>,
+    decoded: Result<Tlv<'a>, TlvError>,
+) -> Tlv<'a> {
+    match decoded {
+        Ok(t) => match singletons.first(which, kind, tlv.offset) {
+            Ok(()) => t,
+            Err(e) => discard(tlv, e),
+        },
+        Err(e) => discard(tlv, e),
+    }
+}
+
+/// Constructor of a string TLV variant.
+type StringTlv<'a> = fn(Cow<'a, [u8]>) -> Tlv<'a>;
+
+fn decode_optional<'a>(
+    tlv: &RawTlv<'a>,
+    singletons: &mut Singletons,
+) -> Result<Tlv<'a>, DecodeError> {
+    let kind = TlvKind::basic(tlv.tlv_type);
+    let (which, decoded) = match tlv.tlv_type {
+        types::PORT_DESCRIPTION | types::SYSTEM_NAME | types::SYSTEM_DESCRIPTION => {
+            let (which, make): (_, StringTlv<'a>) = match tlv.tlv_type {
+                types::PORT_DESCRIPTION => (Singleton::PortDescription, Tlv::PortDescription),
+                types::SYSTEM_NAME => (Singleton::SystemName, Tlv::SystemName),
+                _ => (Singleton::SystemDescription, Tlv::SystemDescription),
+            };
+            let decoded = basic::check_string(tlv, kind).map(|s| make(Cow::Borrowed(s)));
+            (which, decoded)
+        }
+        types::SYSTEM_CAPABILITIES => (
+            Singleton::SystemCapabilities,
+            basic::decode_capabilities(tlv)?.map(Tlv::SystemCapabilities),
+        ),
+        types::MANAGEMENT_ADDRESS => {
+            return Ok(match basic::decode_management_address(tlv)? {
+                Ok(m) => Tlv::ManagementAddress(m),
+                Err(e) => discard(tlv, e),
+            });
+        }
+        types::ORG => return decode_org(tlv, singletons),
+        other => {
+            return Ok(Tlv::Reserved {
+                tlv_type: other,
+                value: Cow::Borrowed(tlv.value),
+            });
+        }
+    };
+    Ok(once(singletons, which, kind, tlv, decoded))
+}
+
+fn decode_org<'a>(tlv: &RawTlv<'a>, singletons: &mut Singletons) -> Result<Tlv<'a>, DecodeError> {
+    let Some((oui, rest)) = tlv.value.split_first_chunk::<3>() else {
+        return Err(short_org(tlv));
+    };
+    let Some((&subtype, info)) = rest.split_first() else {
+        return Err(short_org(tlv));
+    };
+    let oui = Oui(*oui);
+    let kind = TlvKind::Org { oui, subtype };
+    let offset = tlv.offset;
+    // Lengths are checked before decoding, so the decoders' `None` cannot happen; map it to a
+    // length error all the same rather than trusting that.
+    let bad_len = |exact: usize| TlvError::Length {
+        kind,
+        offset,
+        length: tlv.value.len(),
+        expected: Expected::Exactly(exact + 4),
+    };
+    let fixed = |fatal_min: usize,
+                 exact: usize,
+                 decode: &dyn Fn(&'a [u8]) -> Option<Tlv<'a>>|
+     -> TlvResult<Tlv<'a>> {
+        Ok(org::check_len(info, kind, offset, fatal_min, exact)?
+            .and_then(|()| decode(info).ok_or_else(|| bad_len(exact))))
+    };
+    let (which, decoded) = match (oui, subtype) {
+        (Oui::DOT1, dot1::PORT_VLAN_ID) => (
+            Singleton::PortVlanId,
+            fixed(2, 2, &|i| be16(i, 0).map(Tlv::PortVlanId))?,
+        ),
+        (Oui::DOT1, dot1::VLAN_NAME) => {
+            return Ok(match org::decode_vlan_name(info, kind, offset)? {
+                Ok(v) => Tlv::VlanName(v),
+                Err(e) => discard(tlv, e),
+            });
+        }
+        (Oui::DOT1, dot1::LINK_AGGREGATION) => (
+            Singleton::LinkAggregation,
+            fixed(0, 5, &|i| {
+                org::decode_link_aggregation(i).map(Tlv::LinkAggregation)
+            })?,
+        ),
+        (Oui::DOT1, dot1::ETS_CONFIGURATION) => (
+            Singleton::EtsConfiguration,
+            fixed(0, ETS_INFO_LEN, &|i| {
+                dcbx::decode_ets_configuration(i).map(Tlv::EtsConfiguration)
+            })?,
+        ),
+        (Oui::DOT1, dot1::ETS_RECOMMENDATION) => (
+            Singleton::EtsRecommendation,
+            fixed(0, ETS_INFO_LEN, &|i| {
+                dcbx::decode_ets_recommendation(i).map(Tlv::EtsRecommendation)
+            })?,
+        ),
+        (Oui::DOT1, dot1::PFC_CONFIGURATION) => (
+            Singleton::Pfc,
+            fixed(0, PFC_INFO_LEN, &|i| dcbx::decode_pfc(i).map(Tlv::Pfc))?,
+        ),
+        (Oui::DOT1, dot1::APPLICATION_PRIORITY) => (
+            Singleton::ApplicationPriority,
+            dcbx::decode_app(info)
+                .map(Tlv::ApplicationPriority)
+                .ok_or(TlvError::Length {
+                    kind,
+                    offset,
+                    length: tlv.value.len(),
+                    expected: Expected::Entries { fixed: 5, entry: 3 },
+                }),
+        ),
+        (Oui::DOT3, dot3::MAC_PHY) => (
+            Singleton::MacPhy,
+            fixed(5, 5, &|i| org::decode_mac_phy(i).map(Tlv::MacPhy))?,
+        ),
+        (Oui::DOT3, dot3::LINK_AGGREGATION) => (
+            Singleton::LegacyLinkAggregation,
+            fixed(5, 5, &|i| {
+                org::decode_link_aggregation(i).map(Tlv::LegacyLinkAggregation)
+            })?,
+        ),
+        (Oui::DOT3, dot3::MAX_FRAME_SIZE) => (
+            Singleton::MaxFrameSize,
+            fixed(2, 2, &|i| be16(i, 0).map(Tlv::MaxFrameSize))?,
+        ),
+        _ => {
+            if let Some(min) = org::raw_fatal_min(oui, subtype, info)
+                && info.len() < min
+            {
+                return Err(TlvError::Length {
+                    kind,
+                    offset,
+                    length: tlv.value.len(),
+                    expected: Expected::AtLeast(min + 4),
+                }
+                .into());
+            }
+            return Ok(Tlv::Org(OrgTlv {
+                oui,
+                subtype,
+                info: Cow::Borrowed(info),
+            }));
+        }
+    };
+    Ok(once(singletons, which, kind, tlv, decoded))
+}
+
+fn short_org(tlv: &RawTlv<'_>) -> DecodeError {
+    TlvError::Length {
+        kind: TlvKind::OrgHeader,
+        offset: tlv.offset,
+        length: tlv.value.len(),
+        expected: Expected::AtLeast(4),
+    }
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::neighbor::{ChassisIdSubtype, PortIdSubtype};
+
+    const CHASSIS: (u8, &[u8]) = (1, &[4, 2, 0, 0, 0, 0, 1]);
+    const PORT: (u8, &[u8]) = (2, &[5, b's', b'w', b'p', b'1']);
+    const TTL: (u8, &[u8]) = (3, &[0, 120]);
+    const END: (u8, &[u8]) = (0, &[]);
+
+    fn build(tlvs: &[(u8, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &(t, v) in tlvs {
+            let header = (u16::from(t) << 9) | v.len() as u16;
+            out.extend_from_slice(&header.to_be_bytes());
+            out.extend_from_slice(v);
+        }
+        out
+    }
+
+    fn with(optional: &[(u8, &[u8])]) -> Vec<u8> {
+        let mut all = vec![CHASSIS, PORT, TTL];
+        all.extend_from_slice(optional);
+        all.push(END);
+        build(&all)
+    }
+
+    fn org(oui: [u8; 3], subtype: u8, info: &[u8]) -> Vec<u8> {
+        let mut v = oui.to_vec();
+        v.push(subtype);
+        v.extend_from_slice(info);
+        v
+    }
+
+    fn fatal(bytes: &[u8]) -> DecodeError {
+        Lldpdu::decode(bytes).unwrap_err()
+    }
+
+    fn only_tlv(bytes: &[u8]) -> Tlv<'_> {
+        let mut pdu = Lldpdu::decode(bytes).unwrap();
+        assert_eq!(pdu.tlvs.len(), 1, "{:?}", pdu.tlvs);
+        pdu.tlvs.remove(0)
+    }
+
+    #[test]
+    fn minimal_lldpdu() {
+        let bytes = with(&[]);
+        let pdu = Lldpdu::decode(&bytes).unwrap();
+        assert_eq!(pdu.chassis_id.subtype, ChassisIdSubtype::MacAddress);
+        assert_eq!(&*pdu.chassis_id.id, &[2, 0, 0, 0, 0, 1]);
+        assert_eq!(pdu.port_id.subtype, PortIdSubtype::InterfaceName);
+        assert_eq!(pdu.ttl, 120);
+        assert!(pdu.tlvs.is_empty());
+        assert_eq!(pdu.to_vec().unwrap(), bytes);
+    }
+
+    #[test]
+    fn mandatory_rules() {
+        assert_eq!(
+            fatal(&[]),
+            DecodeError::Missing {
+                kind: TlvKind::ChassisId
+            }
+        );
+        assert_eq!(
+            fatal(&build(&[END])),
+            DecodeError::Missing {
+                kind: TlvKind::ChassisId
+            }
+        );
+        assert!(matches!(
+            fatal(&build(&[PORT, CHASSIS, TTL, END])),
+            DecodeError::OutOfOrder {
+                expected: TlvKind::ChassisId,
+                found: TlvKind::PortId,
+                offset: 0
+            }
+        ));
+        assert!(matches!(
+            fatal(&build(&[CHASSIS, TTL, PORT, END])),
+            DecodeError::OutOfOrder {
+                expected: TlvKind::PortId,
+                found: TlvKind::Ttl,
+                offset: 9
+            }
+        ));
+        assert!(matches!(
+            fatal(&build(&[CHASSIS, PORT, (5, b"x"), TTL, END])),
+            DecodeError::OutOfOrder {
+                expected: TlvKind::Ttl,
+                ..
+            }
+        ));
+        for dup in [CHASSIS, PORT, TTL] {
+            assert!(matches!(
+                fatal(&with(&[dup])),
+                DecodeError::DuplicateMandatory { offset: 20, .. }
+            ));
+        }
+        assert_eq!(
+            fatal(&build(&[CHASSIS, PORT, TTL])),
+            DecodeError::MissingEnd { length: 20 }
+        );
+        assert_eq!(
+            fatal(&build(&[CHASSIS, PORT, TTL, (0, &[0])])),
+            DecodeError::EndLength {
+                offset: 20,
+                length: 1
+            }
+        );
+    }
+
+    #[test]
+    fn id_and_ttl_rules() {
+        for subtype in [0u8, 8] {
+            let bytes = build(&[(1, &[subtype, 1]), PORT, TTL, END]);
+            assert!(matches!(fatal(&bytes), DecodeError::IdSubtype { .. }));
+        }
+        assert!(matches!(
+            fatal(&build(&[(1, &[4]), PORT, TTL, END])),
+            DecodeError::Tlv(TlvError::Length { .. })
+        ));
+        assert!(matches!(
+            fatal(&build(&[CHASSIS, (2, &[9, b'x']), TTL, END])),
+            DecodeError::IdSubtype {
+                kind: TlvKind::PortId,
+                subtype: 9,
+                ..
+            }
+        ));
+        assert!(matches!(
+            fatal(&build(&[CHASSIS, PORT, (3, &[0]), END])),
+            DecodeError::Tlv(TlvError::Length {
+                kind: TlvKind::Ttl,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn truncation_and_padding() {
+        let mut bytes = with(&[(5, b"leaf01")]);
+        let cut = bytes.len() - 4;
+        assert!(matches!(
+            fatal(&bytes[..cut]),
+            DecodeError::TruncatedTlv {
+                kind: TlvKind::SystemName,
+                offset: 20,
+                length: 6,
+                remaining: 4
+            }
+        ));
+        // Padding after End is ignored, whatever it holds.
+        bytes.extend_from_slice(&[0xff; 17]);
+        assert!(Lldpdu::decode(&bytes).is_ok());
+    }
+
+    #[test]
+    fn lldpd_fatal_length_rules() {
+        let dot1 = [0x00, 0x80, 0xc2];
+        let dot3 = [0x00, 0x12, 0x0f];
+        let med = [0x00, 0x12, 0xbb];
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("capabilities < 4", with(&[(7, &[0, 4, 0])])),
+            ("org < 4", with(&[(127, &[0, 0x80, 0xc2])])),
+            ("PVID < 6", with(&[(127, &org(dot1, 1, &[1]))])),
+            ("PPVID < 7", with(&[(127, &org(dot1, 2, &[0, 1]))])),
+            ("VLAN name < 7", with(&[(127, &org(dot1, 3, &[0, 1]))])),
+            (
+                "VLAN name longer than TLV",
+                with(&[(127, &org(dot1, 3, &[0, 1, 5, b'a']))]),
+            ),
+            ("PI < 5", with(&[(127, &org(dot1, 4, &[]))])),
+            (
+                "PI shorter than its length",
+                with(&[(127, &org(dot1, 4, &[3, 1]))]),
+            ),
+            ("MAC/PHY < 9", with(&[(127, &org(dot3, 1, &[0, 0, 0, 0]))])),
+            ("power < 7", with(&[(127, &org(dot3, 2, &[0, 0]))])),
+            ("802.3 LA < 9", with(&[(127, &org(dot3, 3, &[0, 0, 0, 0]))])),
+            ("MFS < 6", with(&[(127, &org(dot3, 4, &[0x23]))])),
+            (
+                "MED capabilities < 7",
+                with(&[(127, &org(med, 1, &[0, 0]))]),
+            ),
+            ("MED policy < 8", with(&[(127, &org(med, 2, &[0, 0, 0]))])),
+            ("MED location < 5", with(&[(127, &org(med, 3, &[]))])),
+            ("MED power < 7", with(&[(127, &org(med, 4, &[0, 0]))])),
+            (
+                "management address string 0",
+                with(&[(8, &[0, 2, 0, 0, 0, 0, 0])]),
+            ),
+            (
+                "management address too short for interface",
+                with(&[(8, &[5, 1, 10, 0, 0, 1, 2, 0])]),
+            ),
+        ];
+        for (what, bytes) in cases {
+            let e = fatal(&bytes);
+            assert!(matches!(e, DecodeError::Tlv(_)), "{what}: {e}");
+            assert!(e.to_string().contains("offset 20"), "{what}: {e}");
+        }
+    }
+
+    #[test]
+    fn tlv_level_errors_discard_only_the_tlv() {
+        let dot1 = [0x00, 0x80, 0xc2];
+        let dot3 = [0x00, 0x12, 0x0f];
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("capabilities > 4", with(&[(7, &[0, 4, 0, 4, 0])])),
+            ("PVID > 6", with(&[(127, &org(dot1, 1, &[0, 1, 0]))])),
+            ("ETS short", with(&[(127, &org(dot1, 9, &[0; 20]))])),
+            ("ETS rec long", with(&[(127, &org(dot1, 10, &[0; 22]))])),
+            ("PFC long", with(&[(127, &org(dot1, 11, &[0, 0, 0]))])),
+            (
+                "APP entries",
+                with(&[(127, &org(dot1, 12, &[0, 0x63, 0x12]))]),
+            ),
+            (
+                "APP without reserved octet",
+                with(&[(127, &org(dot1, 12, &[]))]),
+            ),
+            ("LA 802.1 short", with(&[(127, &org(dot1, 7, &[0, 0]))])),
+            ("MFS long", with(&[(127, &org(dot3, 4, &[0x23, 0xf0, 0]))])),
+            (
+                "VLAN name > 32",
+                with(&[(
+                    127,
+                    &org(dot1, 3, &[0, 1, 33])
+                        .into_iter()
+                        .chain([b'v'; 33])
+                        .collect::<Vec<_>>(),
+                )]),
+            ),
+            (
+                "management address OID mismatch",
+                with(&[(8, &[5, 1, 10, 0, 0, 1, 2, 0, 0, 0, 1, 2, 0x2b])]),
+            ),
+        ];
+        for (what, bytes) in cases {
+            match only_tlv(&bytes) {
+                Tlv::Discarded { error, .. } => {
+                    assert!(error.to_string().contains("offset 20"), "{what}: {error}")
+                }
+                other => panic!("{what}: {other:?}"),
+            }
+            // Discarded TLVs are re-encoded as received.
+            let pdu = Lldpdu::decode(&bytes).unwrap();
+            assert_eq!(pdu.to_vec().unwrap(), bytes, "{what}");
+        }
+    }
+
+    #[test]
+    fn once_only_tlvs() {
+        let bytes = with(&[
+            (5, b"a"),
+            (5, b"b"),
+            (127, &[0, 0x80, 0xc2, 11, 8, 8]),
+            (127, &[0, 0x80, 0xc2, 11, 8, 8]),
+        ]);
+        let pdu = Lldpdu::decode(&bytes).unwrap();
+        assert_eq!(pdu.tlvs[0], Tlv::SystemName(Cow::Borrowed(b"a")));
+        assert!(matches!(
+            &pdu.tlvs[1],
+            Tlv::Discarded {
+                error: TlvError::Duplicate { offset: 23, .. },
+                ..
+            }
+        ));
+        assert!(matches!(pdu.tlvs[2], Tlv::Pfc(_)));
+        assert!(matches!(pdu.tlvs[3], Tlv::Discarded { .. }));
+        // Management Address and VLAN Name may repeat.
+        let m: &[u8] = &[5, 1, 10, 0, 0, 1, 2, 0, 0, 0, 1, 0];
+        let bytes = with(&[(8, m), (8, m)]);
+        let pdu = Lldpdu::decode(&bytes).unwrap();
+        assert!(
+            pdu.tlvs
+                .iter()
+                .all(|t| matches!(t, Tlv::ManagementAddress(_)))
+        );
+    }
+
+    #[test]
+    fn unknown_tlvs_are_kept_raw() {
+        let bytes = with(&[
+            (9, b"future"),
+            (126, b""),
+            (127, &[0x00, 0x1b, 0x21, 2, 0xaa]),
+            (127, &[0x00, 0x80, 0xc2, 2, 0x06, 0x00, 0x64]),
+            (127, &[0x00, 0x12, 0x0f, 5, 1]),
+        ]);
+        let pdu = Lldpdu::decode(&bytes).unwrap();
+        assert_eq!(
+            pdu.tlvs[0],
+            Tlv::Reserved {
+                tlv_type: 9,
+                value: Cow::Borrowed(b"future")
+            }
+        );
+        assert!(pdu.tlvs.iter().all(Tlv::is_unrecognized));
+        assert_eq!(pdu.to_vec().unwrap(), bytes);
+    }
+
+    #[test]
+    fn encode_refuses_invalid_values_and_leaves_buffer_alone() {
+        let mut pdu = Lldpdu::decode(&with(&[])).unwrap().into_owned();
+        pdu.chassis_id.id = Cow::Owned(Vec::new());
+        let mut out = vec![1, 2, 3];
+        assert!(pdu.encode(&mut out).is_err());
+        assert_eq!(out, [1, 2, 3]);
+        let mut pdu = Lldpdu::decode(&with(&[])).unwrap().into_owned();
+        pdu.tlvs.push(Tlv::Reserved {
+            tlv_type: 127,
+            value: Cow::Borrowed(b""),
+        });
+        assert!(pdu.to_vec().is_err());
+    }
+
+    #[test]
+    fn shutdown_keeps_the_msap() {
+        let bytes = with(&[(5, b"leaf01")]);
+        let pdu = Lldpdu::decode(&bytes).unwrap();
+        let s = pdu.shutdown();
+        assert!(s.is_shutdown());
+        assert_eq!(s.chassis_id, pdu.chassis_id);
+        assert_eq!(s.port_id, pdu.port_id);
+        assert!(s.tlvs.is_empty());
+    }
+}

@@ -1,0 +1,154 @@
+//! Input documents to neighbour tables, whatever produced them.
+//!
+//! A document is the text of one file. It may hold:
+//! - Spinel neighbour tables (`spinel.dev/neighbors/v1`): one object, an array of them, or several
+//!   objects one after another (what `spinelctl lldp listen` prints);
+//! - lldpd's JSON for one system, `-f json0` (stable) or `-f json` (whose shape changes with the
+//!   number of neighbours), as one or more `lldpcli` outputs concatenated:
+//!   `show interfaces details` (the system's own chassis and the Port ID each port advertises),
+//!   `show chassis details` (its own chassis) and `show neighbors details`.
+//!
+//! Parsing is pure: the caller reads the file and names it in errors.
+
+pub mod lldpd;
+
+use serde_json::Value;
+
+use crate::fabric::{AdvertisedPort, FabricBuilder};
+use crate::neighbor::{NeighborTable, SCHEMA};
+
+/// Which format a capture came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Spinel's neighbour-table schema.
+    Spinel,
+    /// `lldpcli -f json0`.
+    LldpdJson0,
+    /// `lldpcli -f json`.
+    LldpdJson,
+}
+
+/// One system's view, converted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capture {
+    /// The neighbour table.
+    pub table: NeighborTable,
+    /// The Port ID the observer advertises on each of its ports, when the input says
+    /// (lldpd `show interfaces`); resolves aliases and MAC Port IDs to interface names.
+    pub advertised: Vec<AdvertisedPort>,
+    /// The input format.
+    pub format: Format,
+}
+
+impl Capture {
+    /// Adds this capture to a builder.
+    pub fn add_to(&self, builder: &mut FabricBuilder) {
+        builder.add_table(&self.table);
+        if !self.advertised.is_empty() {
+            builder.add_advertised_ports(&self.table.observer, &self.advertised);
+        }
+    }
+}
+
+/// Parsing settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// Observer name for lldpd output, overriding (or standing in for) its local chassis name.
+    pub observer: Option<String>,
+}
+
+/// Why a document could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// Not JSON at all (or truncated).
+    #[error("not valid JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    /// Nothing in it.
+    #[error("no JSON document found (the input is empty)")]
+    Empty,
+    /// A neighbour table of another schema version.
+    #[error(
+        "document {index}: neighbour table schema {found:?} is not supported (expected {SCHEMA:?})"
+    )]
+    Schema {
+        /// 1-based document number.
+        index: usize,
+        /// The schema it declares.
+        found: String,
+    },
+    /// A neighbour table that does not match the schema.
+    #[error("document {index}: not a valid {SCHEMA} table: {source}")]
+    Table {
+        /// 1-based document number.
+        index: usize,
+        /// What serde found wrong.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Neither a table nor lldpd output.
+    #[error(
+        "document {index}: not a Spinel neighbour table (no \"schema\" field) nor lldpcli JSON \
+         (no \"lldp\" or \"local-chassis\" key)"
+    )]
+    Unrecognised {
+        /// 1-based document number.
+        index: usize,
+    },
+    /// lldpd output that cannot be understood.
+    #[error(transparent)]
+    Lldpd(#[from] lldpd::LldpdError),
+}
+
+/// Parses one document into captures.
+pub fn parse(text: &str, options: &ParseOptions) -> Result<Vec<Capture>, SourceError> {
+    let mut captures = Vec::new();
+    let mut lldpd_docs = Vec::new();
+    let mut seen = 0usize;
+    for (i, value) in serde_json::Deserializer::from_str(text)
+        .into_iter::<Value>()
+        .enumerate()
+    {
+        let index = i + 1;
+        let value = value.map_err(SourceError::Json)?;
+        seen += 1;
+        match &value {
+            Value::Array(items) if items.iter().all(|v| v.get("schema").is_some()) => {
+                for item in items {
+                    captures.push(table_capture(index, item.clone())?);
+                }
+            }
+            Value::Object(map) if map.contains_key("schema") => {
+                captures.push(table_capture(index, value)?);
+            }
+            Value::Object(map) if map.contains_key("lldp") || map.contains_key("local-chassis") => {
+                lldpd_docs.push(value);
+            }
+            _ => return Err(SourceError::Unrecognised { index }),
+        }
+    }
+    if seen == 0 {
+        return Err(SourceError::Empty);
+    }
+    if !lldpd_docs.is_empty() {
+        captures.push(lldpd::capture(&lldpd_docs, options.observer.as_deref())?);
+    }
+    Ok(captures)
+}
+
+fn table_capture(index: usize, value: Value) -> Result<Capture, SourceError> {
+    if let Some(found) = value.get("schema").and_then(Value::as_str)
+        && found != SCHEMA
+    {
+        return Err(SourceError::Schema {
+            index,
+            found: found.to_owned(),
+        });
+    }
+    let table: NeighborTable =
+        serde_json::from_value(value).map_err(|source| SourceError::Table { index, source })?;
+    Ok(Capture {
+        table,
+        advertised: Vec::new(),
+        format: Format::Spinel,
+    })
+}
