@@ -77,6 +77,9 @@ pub struct NetConf {
     /// Per-NIC policy routing inside the pod.
     #[serde(default)]
     pub routing: Routing,
+    /// Gratuitous ARP / unsolicited NA announcements of the pod's addresses.
+    #[serde(default)]
+    pub garp: Garp,
     /// The VF's RDMA device and its RoCE v2 GID.
     #[serde(default)]
     pub rdma: Rdma,
@@ -231,6 +234,32 @@ pub enum AttachMode {
     Vf,
     /// A macvlan on the PF.
     Macvlan,
+}
+
+/// Announcing the pod's addresses so neighbours holding a reused IP's old MAC update at once.
+/// ADD sends a round (every address, ARP request and reply forms, NA for IPv6) when the link
+/// has carrier and another once routes and rules are in place; `count - 1` more rounds follow
+/// every `intervalMs` from a detached helper, spaced past the receivers' ARP locktime (1 s on
+/// Linux), so ADD itself waits at most `carrierTimeoutMs` for carrier.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Garp {
+    /// Rounds at `intervalMs` spacing (0 turns announcing off).
+    pub count: u32,
+    /// Spacing of the rounds after ADD.
+    pub interval_ms: u64,
+    /// How long ADD waits for carrier before its first round.
+    pub carrier_timeout_ms: u64,
+}
+
+impl Default for Garp {
+    fn default() -> Self {
+        Self {
+            count: 3,
+            interval_ms: 1100,
+            carrier_timeout_ms: 500,
+        }
+    }
 }
 
 /// What the network needs of the RDMA subsystem.
@@ -544,6 +573,14 @@ impl NetConf {
     fn validate(&self) -> Result<(), CniError> {
         self.vf_attributes()?;
         self.sysctls.validate()?;
+        if self.garp.count > 10
+            || self.garp.interval_ms > 60_000
+            || self.garp.carrier_timeout_ms > 10_000
+        {
+            return Err(invalid(
+                "garp: count at most 10, intervalMs at most 60000, carrierTimeoutMs at most 10000",
+            ));
+        }
         if let Some(t) = self.routing.table
             && (t == 0 || (253..=255).contains(&t) || t == u32::MAX)
         {

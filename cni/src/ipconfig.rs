@@ -29,10 +29,17 @@ fn kernel_route(r: &RouteConfig, result: &CniResult, oif: u32) -> Route {
 }
 
 /// Adds the result's addresses and routes to link `oif` (already up). Existing entries are
-/// accepted so a retried step converges.
+/// accepted so a retried step converges. IPv6 addresses skip duplicate address detection: the
+/// IPAM plugin allocated them uniquely, and a tentative address could neither be a route's
+/// source nor be announced for the DAD period (a second or more).
 pub fn apply(pod: &mut RouteSocket, oif: u32, result: &CniResult) -> Result<(), NetlinkError> {
     for ip in &result.ips {
-        match pod.add_address(oif, &ip.address) {
+        let added = if ip.address.addr().is_ipv6() {
+            pod.add_address_nodad(oif, &ip.address)
+        } else {
+            pod.add_address(oif, &ip.address)
+        };
+        match added {
             Err(e) if !e.is(libc::EEXIST) => return Err(e),
             _ => {}
         }

@@ -4,6 +4,7 @@
 //! [`commands`], and returns what goes to stdout. Everything that changes the system is
 //! recorded first in the [`journal`] so DEL, GC or a later ADD can undo it after any failure.
 
+pub mod announce;
 pub mod commands;
 pub mod config;
 pub mod device;

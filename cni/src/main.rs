@@ -14,6 +14,11 @@ use spinel_cni::spec::env::Invocation;
 use spinel_cni::spec::{CniError, ErrorCode};
 
 fn main() -> ExitCode {
+    // The detached helper that sends the later announcement rounds of an ADD.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("announce") {
+        return spinel_cni::announce::run_followup(&argv[2..]);
+    }
     let inv = Invocation::from_env(|k| std::env::var(k).ok());
     let mut stdin = Vec::new();
     let read = std::io::stdin()

@@ -15,6 +15,7 @@ use hostnet::rdma::NetnsMode;
 use hostnet::sriov::{Driver, PciAddress, VirtualFunction, is_valid_ifname};
 use serde_json::Value;
 
+use crate::announce;
 use crate::config::{AttachMode, Config, GidPolicy};
 use crate::device;
 use crate::ipam::{Ipam, Pending, Target};
@@ -523,6 +524,19 @@ fn finish(
         }
         ipconfig::apply(pod, link.index, &assigned)
             .map_err(|e| kernel("cannot configure addresses and routes in the pod", &e))?;
+        let announcement = announcement(plan, record, link, &assigned);
+        let garp = &config.conf.garp;
+        if let Some(a) = &announcement {
+            // First round as soon as the link has carrier: frames sent before are lost.
+            if !announce::wait_for_carrier(
+                pod,
+                link.index,
+                Duration::from_millis(garp.carrier_timeout_ms),
+            ) {
+                tracing::warn!(ifname = %link.name, "no carrier after {} ms; announcing anyway", garp.carrier_timeout_ms);
+            }
+            announce_round(&plan.pod_ns, a);
+        }
         if let Some(policy) = policy(config, &plan.key.ifname) {
             ipconfig::apply_policy(pod, link.index, &assigned, &policy).map_err(|e| {
                 kernel(
@@ -530,6 +544,19 @@ fn finish(
                     &e,
                 )
             })?;
+        }
+        if let Some(a) = &announcement {
+            // Again now that the routes and rules replies will follow are in place.
+            announce_round(&plan.pod_ns, a);
+            if garp.count > 1
+                && let Err(e) = announce::spawn_followup(
+                    a,
+                    garp.count - 1,
+                    Duration::from_millis(garp.interval_ms),
+                )
+            {
+                tracing::warn!("cannot start the announcement helper: {e}");
+            }
         }
         let (devices, exclusive) = record.device.rdma();
         if roce::wants_gid(&config.conf.rdma, devices)
@@ -566,6 +593,39 @@ fn finish(
         result.dns = dns.clone();
     }
     Ok(result)
+}
+
+/// What to announce for this attachment, unless announcing is off or there is nothing to say.
+fn announcement(
+    plan: &Plan<'_>,
+    record: &AttachmentRecord,
+    link: &Link,
+    assigned: &CniResult,
+) -> Option<announce::Announcement> {
+    let mac = link.mac?;
+    if plan.config.conf.garp.count == 0 || assigned.ips.is_empty() {
+        return None;
+    }
+    let marker = match &record.device {
+        DeviceRecord::Vf(v) => vf::marker(&v.pci),
+        DeviceRecord::Macvlan(_) => macvlan::marker(&record.key),
+    };
+    Some(announce::Announcement {
+        netns: plan.inv.netns.clone()?,
+        netns_ino: plan.pod_ns.id().ino,
+        ifname: link.name.clone(),
+        marker,
+        mac,
+        addresses: assigned.ips.iter().map(|ip| ip.address.addr()).collect(),
+    })
+}
+
+/// Announcing is best effort: a lost round must not fail an otherwise good ADD.
+fn announce_round(pod_ns: &NetNs, a: &announce::Announcement) {
+    match announce::round(pod_ns, a) {
+        Ok(n) => tracing::debug!(ifname = %a.ifname, frames = n, "announced"),
+        Err(e) => tracing::warn!(ifname = %a.ifname, "cannot announce the pod's addresses: {e}"),
+    }
 }
 
 /// The RoCE v2 GID of the pod's address: read from the host's sysfs in shared mode, and from a

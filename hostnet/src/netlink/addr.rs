@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
-use netlink_packet_route::address::{AddressAttribute, AddressMessage};
+use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::{NetlinkError, RouteSocket};
@@ -43,6 +43,20 @@ impl RouteSocket {
             RouteNetlinkMessage::NewAddress(message(index, net)),
             NLM_F_CREATE | NLM_F_EXCL,
             format!("ip addr add {net} dev index {index}"),
+        )
+    }
+
+    /// Adds `net` without duplicate address detection (`ip addr add NET dev X nodad`), so an
+    /// IPv6 address is usable at once instead of tentative for a second or more. For addresses
+    /// an allocator already guarantees unique.
+    pub fn add_address_nodad(&mut self, index: u32, net: &IpNet) -> Result<(), NetlinkError> {
+        let mut msg = message(index, net);
+        msg.attributes
+            .push(AddressAttribute::Flags(AddressFlags::Nodad));
+        self.socket().request(
+            RouteNetlinkMessage::NewAddress(msg),
+            NLM_F_CREATE | NLM_F_EXCL,
+            format!("ip addr add {net} dev index {index} nodad"),
         )
     }
 
