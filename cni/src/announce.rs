@@ -1,13 +1,16 @@
 //! Announcing a pod's addresses at its interface's MAC (see [`crate::garp`] for the frames).
 //!
-//! ADD sends the first rounds itself ([`round`]); the later, spaced rounds come from the same
-//! binary re-executed as `spinel announce ...` ([`spawn_followup`], [`run_followup`]), detached
-//! from the runtime (its own session, no inherited pipes or locks), so ADD returns at once.
-//! Before every round the helper checks that the interface is still the attachment's, so a
-//! DEL or a pod's death simply ends it.
+//! ADD opens one packet socket inside the pod ([`Announcer`]) and sends the first rounds
+//! itself; the later, spaced rounds come from the same binary re-executed as
+//! `spinel announce ...`, detached from the runtime (its own process group, no inherited pipes
+//! or locks), which receives the socket as its stdin. Handing the socket over matters: closing
+//! the last reference to a packet socket costs the kernel an RCU grace period (13-15 ms here),
+//! which now happens in the helper, after ADD has returned. Before every round the helper
+//! checks that the interface is still the attachment's, so a DEL or the pod's death ends it.
 
-use std::ffi::OsString;
+use std::io::Stdin;
 use std::net::IpAddr;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
@@ -16,7 +19,8 @@ use std::time::{Duration, Instant};
 use hostnet::mac::MacAddr;
 use hostnet::netlink::RouteSocket;
 use hostnet::netns::NetNs;
-use hostnet::packet::{PacketConfig, PacketSocket};
+use hostnet::packet::{PacketConfig, PacketError, PacketSocket};
+use nix::sys::socket::{AddressFamily, MsgFlags, SockaddrLike, SockaddrStorage, getsockname, send};
 
 use crate::garp;
 
@@ -35,14 +39,6 @@ pub struct Announcement {
     pub mac: MacAddr,
     /// The addresses.
     pub addresses: Vec<IpAddr>,
-}
-
-/// Announcing failed.
-#[derive(Debug, thiserror::Error)]
-pub enum AnnounceError {
-    /// Opening or sending on the packet socket failed.
-    #[error(transparent)]
-    Packet(#[from] hostnet::packet::PacketError),
 }
 
 /// Waits until `index` has carrier in the pod, at most `timeout`; returns whether it has.
@@ -64,38 +60,59 @@ pub fn wait_for_carrier(pod: &mut RouteSocket, index: u32, timeout: Duration) ->
     }
 }
 
-/// Sends one round: every frame of [`garp::frames`] once, from inside the pod.
-pub fn round(pod_ns: &NetNs, a: &Announcement) -> Result<usize, AnnounceError> {
-    let sock = PacketSocket::open(pod_ns, &a.ifname, &PacketConfig::send_only())?;
-    let frames = garp::frames(a.mac, &a.addresses);
-    for f in &frames {
-        sock.send(f)?;
-    }
-    Ok(frames.len())
+/// A send-only packet socket on the pod interface, for one attachment's announcements.
+pub struct Announcer {
+    sock: PacketSocket,
+    frames: Vec<Vec<u8>>,
+    announcement: Announcement,
 }
 
-/// Starts the detached helper that sends `rounds` more rounds every `interval`.
-pub fn spawn_followup(a: &Announcement, rounds: u32, interval: Duration) -> std::io::Result<()> {
-    let mut args: Vec<OsString> = vec![
-        "announce".into(),
-        a.netns.clone().into(),
-        a.netns_ino.to_string().into(),
-        a.ifname.clone().into(),
-        a.marker.clone().into(),
-        a.mac.to_string().into(),
-        interval.as_millis().to_string().into(),
-        rounds.to_string().into(),
-    ];
-    args.extend(a.addresses.iter().map(|ip| OsString::from(ip.to_string())));
-    let mut cmd = Command::new("/proc/self/exe");
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // Its own session: the runtime's signals to the plugin's group do not reach it, and it
-    // holds none of the runtime's pipes, so ADD's caller is not kept waiting.
-    cmd.process_group(0);
-    cmd.spawn().map(drop)
+impl Announcer {
+    /// Opens the socket inside the pod.
+    pub fn open(pod_ns: &NetNs, announcement: Announcement) -> Result<Self, PacketError> {
+        let sock = PacketSocket::open(pod_ns, &announcement.ifname, &PacketConfig::send_only())?;
+        let frames = garp::frames(announcement.mac, &announcement.addresses);
+        Ok(Self {
+            sock,
+            frames,
+            announcement,
+        })
+    }
+
+    /// Sends one round: every frame once.
+    pub fn round(&self) -> Result<usize, PacketError> {
+        for f in &self.frames {
+            self.sock.send(f)?;
+        }
+        Ok(self.frames.len())
+    }
+
+    /// Hands the socket to a detached helper that sends `rounds` more rounds every `interval`.
+    pub fn hand_over(self, rounds: u32, interval: Duration) -> std::io::Result<()> {
+        let a = &self.announcement;
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg("announce")
+            .arg(&a.netns)
+            .arg(a.netns_ino.to_string())
+            .arg(&a.ifname)
+            .arg(&a.marker)
+            .arg(a.mac.to_string())
+            .arg(interval.as_millis().to_string())
+            .arg(rounds.to_string())
+            .args(a.addresses.iter().map(IpAddr::to_string))
+            .stdin(Stdio::from(self.sock_fd()?))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // Its own process group: the runtime's signals to the plugin's group do not reach it,
+        // and it holds none of the runtime's pipes, so ADD's caller is not kept waiting.
+        cmd.process_group(0);
+        cmd.spawn().map(drop)
+    }
+
+    fn sock_fd(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        self.sock.as_fd().try_clone_to_owned()
+    }
 }
 
 /// Parses `spinel announce NETNS INO IFNAME MARKER MAC INTERVAL_MS ROUNDS IP...`.
@@ -121,13 +138,29 @@ fn parse(args: &[String]) -> Option<(Announcement, u32, Duration)> {
     Some((announcement, rounds.parse::<u32>().ok()?.min(10), interval))
 }
 
+/// The helper's socket, on its stdin, if it really is a packet socket.
+fn packet_socket(stdin: &Stdin) -> Option<i32> {
+    let fd = stdin.as_raw_fd();
+    // The kernel may return a short sockaddr_ll: check the family, not the size.
+    let addr = getsockname::<SockaddrStorage>(fd).ok()?;
+    (addr.family() == Some(AddressFamily::Packet)).then_some(fd)
+}
+
 /// The helper's main: sends the remaining rounds, stopping as soon as the interface is no
 /// longer the attachment's.
 pub fn run_followup(args: &[String]) -> ExitCode {
     let Some((a, rounds, interval)) = parse(args) else {
-        eprintln!("usage: spinel announce NETNS INODE IFNAME MARKER MAC INTERVAL_MS ROUNDS IP...");
+        eprintln!(
+            "usage: spinel announce NETNS INODE IFNAME MARKER MAC INTERVAL_MS ROUNDS IP... <packet-socket"
+        );
         return ExitCode::FAILURE;
     };
+    let stdin = std::io::stdin();
+    let Some(fd) = packet_socket(&stdin) else {
+        eprintln!("spinel announce: stdin is not a packet socket");
+        return ExitCode::FAILURE;
+    };
+    let frames = garp::frames(a.mac, &a.addresses);
     for _ in 0..rounds {
         std::thread::sleep(interval);
         let Ok(ns) = NetNs::open(&a.netns) else {
@@ -140,7 +173,11 @@ pub fn run_followup(args: &[String]) -> ExitCode {
             .ok()
             .and_then(|mut s| s.link_by_name(&a.ifname).ok().flatten())
             .is_some_and(|l| l.alias.as_deref() == Some(a.marker.as_str()) && l.mac == Some(a.mac));
-        if !still_ours || round(&ns, &a).is_err() {
+        if !still_ours
+            || frames
+                .iter()
+                .any(|f| send(fd, f, MsgFlags::empty()).is_err())
+        {
             return ExitCode::SUCCESS;
         }
     }

@@ -15,7 +15,7 @@ use hostnet::rdma::NetnsMode;
 use hostnet::sriov::{Driver, PciAddress, VirtualFunction, is_valid_ifname};
 use serde_json::Value;
 
-use crate::announce;
+use crate::announce::{self, Announcer};
 use crate::config::{AttachMode, Config, GidPolicy};
 use crate::device;
 use crate::ipam::{Ipam, Pending, Target};
@@ -524,9 +524,13 @@ fn finish(
         }
         ipconfig::apply(pod, link.index, &assigned)
             .map_err(|e| kernel("cannot configure addresses and routes in the pod", &e))?;
-        let announcement = announcement(plan, record, link, &assigned);
         let garp = &config.conf.garp;
-        if let Some(a) = &announcement {
+        let announcer = announcement(plan, record, link, &assigned).and_then(|a| {
+            Announcer::open(&plan.pod_ns, a)
+                .map_err(|e| tracing::warn!(ifname = %link.name, "cannot announce the pod's addresses: {e}"))
+                .ok()
+        });
+        if let Some(announcer) = &announcer {
             // First round as soon as the link has carrier: frames sent before are lost.
             if !announce::wait_for_carrier(
                 pod,
@@ -535,7 +539,7 @@ fn finish(
             ) {
                 tracing::warn!(ifname = %link.name, "no carrier after {} ms; announcing anyway", garp.carrier_timeout_ms);
             }
-            announce_round(&plan.pod_ns, a);
+            announce_round(announcer);
         }
         if let Some(policy) = policy(config, &plan.key.ifname) {
             ipconfig::apply_policy(pod, link.index, &assigned, &policy).map_err(|e| {
@@ -545,15 +549,13 @@ fn finish(
                 )
             })?;
         }
-        if let Some(a) = &announcement {
-            // Again now that the routes and rules replies will follow are in place.
-            announce_round(&plan.pod_ns, a);
+        if let Some(announcer) = announcer {
+            // Again now that the routes and rules replies will follow are in place; the later
+            // rounds (and the socket's costly close) go to the detached helper.
+            announce_round(&announcer);
             if garp.count > 1
-                && let Err(e) = announce::spawn_followup(
-                    a,
-                    garp.count - 1,
-                    Duration::from_millis(garp.interval_ms),
-                )
+                && let Err(e) =
+                    announcer.hand_over(garp.count - 1, Duration::from_millis(garp.interval_ms))
             {
                 tracing::warn!("cannot start the announcement helper: {e}");
             }
@@ -621,10 +623,10 @@ fn announcement(
 }
 
 /// Announcing is best effort: a lost round must not fail an otherwise good ADD.
-fn announce_round(pod_ns: &NetNs, a: &announce::Announcement) {
-    match announce::round(pod_ns, a) {
-        Ok(n) => tracing::debug!(ifname = %a.ifname, frames = n, "announced"),
-        Err(e) => tracing::warn!(ifname = %a.ifname, "cannot announce the pod's addresses: {e}"),
+fn announce_round(announcer: &Announcer) {
+    match announcer.round() {
+        Ok(n) => tracing::debug!(frames = n, "announced"),
+        Err(e) => tracing::warn!("cannot announce the pod's addresses: {e}"),
     }
 }
 

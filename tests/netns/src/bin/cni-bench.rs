@@ -5,6 +5,11 @@
 //! the plugin process tree, all from wait4.
 //!
 //! Usage: cni-bench [--cycles N] [--concurrency C] [--no-ipam] [--json]
+//!        cni-bench --garp [--cycles N]
+//! Every RoCE step of spinel is on (VF attributes through the PF, sysctls, policy routing,
+//! gratuitous ARP rounds; the later rounds run detached, after ADD returns).
+//! `--garp` measures instead the time from ADD's return until a leaf holding a stale entry for
+//! the pod's (reused) address shows the pod's MAC.
 //! `--no-ipam` leaves IPAM out of both configurations, isolating each plugin's own cost.
 //! Needs root, Debian's containernetworking-plugins, and SPINEL_BIN pointing at a release build.
 
@@ -116,6 +121,65 @@ fn config(node: &SimNode, plugin: Plugin, vf: usize, ipam: bool) -> Value {
     conf
 }
 
+/// The MAC the leaf holds for `ip` on its port, if any.
+fn leaf_mac(node: &SimNode, ip: &str) -> Option<String> {
+    let out = node
+        .sb
+        .run_in("leaf", "ip", &["-j", "neigh", "show", ip, "dev", "swp1"]);
+    let entries: Value = serde_json::from_str(&out).ok()?;
+    entries
+        .as_array()?
+        .first()?
+        .get("lladdr")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Time from ADD's return until the leaf's stale entry for the reused address is corrected.
+fn garp_time_to_correct(cycles: usize) -> ExitCode {
+    let node = SimNode::new("cni-bench-garp", 1);
+    let netns = node.pod("p");
+    let mut conf = node.conf("1.1.0", Some(&node.vfs[0]));
+    conf["ipam"] = json!({"type": "static", "addresses": [{"address": "10.56.0.50/24"}]});
+    let mut times = Vec::new();
+    for i in 0..cycles {
+        node.sb.run_in(
+            "leaf",
+            "ip",
+            &[
+                "neigh",
+                "replace",
+                "10.56.0.50",
+                "lladdr",
+                "0a:58:de:ad:be:ef",
+                "dev",
+                "swp1",
+                "nud",
+                "stale",
+            ],
+        );
+        let call = CniCall::new("ADD", &format!("g{i}"), Some(&netns), "net1");
+        timed_call(&node, Plugin::Spinel, &call, &conf);
+        let returned = Instant::now();
+        while leaf_mac(&node, "10.56.0.50").as_deref() != Some(node.vfs[0].mac.as_str()) {
+            if returned.elapsed() > Duration::from_secs(5) {
+                eprintln!("cycle {i}: never corrected");
+                return ExitCode::FAILURE;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        times.push(returned.elapsed());
+        timed_call(&node, Plugin::Spinel, &call.with_command("DEL"), &conf);
+    }
+    println!(
+        "GARP time to correct over {cycles} ADDs: median {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        percentile(times.clone(), 0.5),
+        percentile(times.clone(), 0.99),
+        percentile(times, 1.0)
+    );
+    ExitCode::SUCCESS
+}
+
 #[derive(Default)]
 struct Samples {
     cycle: Vec<Duration>,
@@ -169,6 +233,7 @@ fn main() -> ExitCode {
     let mut concurrency = 1usize;
     let mut as_json = false;
     let mut ipam = true;
+    let mut garp = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -186,6 +251,7 @@ fn main() -> ExitCode {
             }
             "--json" => as_json = true,
             "--no-ipam" => ipam = false,
+            "--garp" => garp = true,
             other => {
                 eprintln!("unknown argument {other}");
                 return ExitCode::FAILURE;
@@ -196,6 +262,9 @@ fn main() -> ExitCode {
         std::env::var_os("SPINEL_BIN").is_some(),
         "set SPINEL_BIN to a release build of spinel"
     );
+    if garp {
+        return garp_time_to_correct(cycles);
+    }
     assert!(
         Path::new("/usr/lib/cni/host-device").exists(),
         "apt-get install containernetworking-plugins"
@@ -246,6 +315,12 @@ fn main() -> ExitCode {
         );
     }
     let ratio = medians[0] / medians[1];
+    let spinel_add = report["spinel"]["add_median_ms"].as_f64().unwrap_or(0.0);
+    let add_ratio = spinel_add / medians[1];
+    report.insert(
+        "add_ratio_spinel_add_over_host_device_cycle".into(),
+        json!(add_ratio),
+    );
     report.insert("concurrency".into(), json!(concurrency));
     report.insert(
         "ipam".into(),
@@ -278,6 +353,7 @@ fn main() -> ExitCode {
             );
         }
         println!("median ratio spinel / host-device: {ratio:.3}");
+        println!("spinel ADD (all RoCE steps) / host-device ADD+DEL: {add_ratio:.3}");
     }
     // Both plugins must have given every VF back (host-device leaves its alias behind, so only
     // names are compared) and released every address.
