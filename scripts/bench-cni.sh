@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Reproduces the CNI figures in docs/benchmarks.md: spinel vs Debian's host-device, both with
-# host-local IPAM, in one run, alternating, at concurrency 1 and 16; then both without IPAM.
+# host-local IPAM, in one run, alternating; the same job (--core) and with every RoCE step, at
+# concurrency 1 and 16; without IPAM; and the GARP time-to-correct.
 # Usage (as root): ./scripts/bench-cni.sh [cycles]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,10 @@ cycles=${1:-200}
 ./scripts/install-deps.sh demo
 cargo build --release --locked --quiet -p spinel-cni -p spinel-netns-tests --bin spinel --bin cni-bench
 export SPINEL_BIN="$PWD/target/release/spinel"
-./target/release/cni-bench --cycles "$cycles" --concurrency 1
-./target/release/cni-bench --cycles "$((cycles * 16 / 10))" --concurrency 16
-./target/release/cni-bench --cycles "$cycles" --concurrency 1 --no-ipam
+bench=./target/release/cni-bench
+$bench --cycles "$cycles" --core
+$bench --cycles "$((cycles * 16 / 10))" --concurrency 16 --core
+$bench --cycles "$cycles"
+$bench --cycles "$((cycles * 16 / 10))" --concurrency 16
+$bench --cycles "$cycles" --no-ipam
+$bench --garp --cycles "$((cycles / 2))"

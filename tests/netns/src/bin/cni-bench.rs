@@ -11,6 +11,7 @@
 //! `--garp` measures instead the time from ADD's return until a leaf holding a stale entry for
 //! the pod's (reused) address shows the pod's MAC.
 //! `--no-ipam` leaves IPAM out of both configurations, isolating each plugin's own cost.
+//! `--core` turns spinel's policy routing and announcements off: exactly host-device's job.
 //! Needs root, Debian's containernetworking-plugins, and SPINEL_BIN pointing at a release build.
 
 // A benchmark harness fails loudly on setup errors.
@@ -106,8 +107,13 @@ fn wait4(pid: u32) -> (i32, Duration, u64) {
     (nix::libc::WEXITSTATUS(status), cpu, usage.ru_maxrss as u64)
 }
 
-fn config(node: &SimNode, plugin: Plugin, vf: usize, ipam: bool) -> Value {
+fn config(node: &SimNode, plugin: Plugin, vf: usize, ipam: bool, core: bool) -> Value {
     let mut conf = node.conf("1.0.0", None);
+    if core && plugin == Plugin::Spinel {
+        // The same job as host-device: no policy routing, no announcements.
+        conf["routing"] = json!({"enabled": false});
+        conf["garp"] = json!({"count": 0});
+    }
     if !ipam {
         conf.as_object_mut().expect("object").remove("ipam");
     }
@@ -195,7 +201,14 @@ fn percentile(mut values: Vec<Duration>, p: f64) -> f64 {
     values[idx.min(values.len() - 1)].as_secs_f64() * 1e3
 }
 
-fn worker(node: &SimNode, netns: &Path, w: usize, cycles: usize, ipam: bool) -> [Samples; 2] {
+fn worker(
+    node: &SimNode,
+    netns: &Path,
+    w: usize,
+    cycles: usize,
+    ipam: bool,
+    core: bool,
+) -> [Samples; 2] {
     let mut samples: [Samples; 2] = Default::default();
     for i in 0..=cycles {
         // Alternate which plugin goes first, so neither always runs right after the other.
@@ -211,7 +224,7 @@ fn worker(node: &SimNode, netns: &Path, w: usize, cycles: usize, ipam: bool) -> 
                 Some(netns),
                 "net1",
             );
-            let conf = config(node, plugin, w, ipam);
+            let conf = config(node, plugin, w, ipam, core);
             let add = timed_call(node, plugin, &call, &conf);
             let del = timed_call(node, plugin, &call.with_command("DEL"), &conf);
             // The first cycle warms caches (spinel's IPAM version cache): not counted.
@@ -234,6 +247,7 @@ fn main() -> ExitCode {
     let mut as_json = false;
     let mut ipam = true;
     let mut garp = false;
+    let mut core = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -252,6 +266,7 @@ fn main() -> ExitCode {
             "--json" => as_json = true,
             "--no-ipam" => ipam = false,
             "--garp" => garp = true,
+            "--core" => core = true,
             other => {
                 eprintln!("unknown argument {other}");
                 return ExitCode::FAILURE;
@@ -281,7 +296,7 @@ fn main() -> ExitCode {
             .enumerate()
             .map(|(w, netns)| {
                 let node = Arc::clone(&node);
-                s.spawn(move || worker(&node, netns, w, per_worker, ipam))
+                s.spawn(move || worker(&node, netns, w, per_worker, ipam, core))
             })
             .collect();
         handles
