@@ -4,12 +4,19 @@
 use std::collections::BTreeMap;
 
 use hostnet::mac::MacAddr;
-use hostnet::netlink::{VfLinkMode, VfSettings, VlanProto};
 use hostnet::sriov::{PciAddress, is_valid_ifname};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::spec::{CniError, ErrorCode, Version};
+
+mod pod;
+mod rdma;
+mod vf;
+
+pub use pod::{Garp, Routing, Sysctls, table_for};
+pub use rdma::{GidPolicy, NetnsRequirement, Rdma};
+pub use vf::VfAttributes;
 
 /// Largest configuration accepted on stdin.
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
@@ -109,122 +116,6 @@ pub struct NetConf {
     pub valid_attachments: Option<Vec<AttachmentRef>>,
 }
 
-/// Per-interface sysctls set inside the pod before the interface comes up. The defaults are
-/// what multi-NIC RoCE hosts need (research: IBM, Red Hat, libfabric): answer ARP only for
-/// the interface's own address, announce with it, loose reverse-path filtering, and announce
-/// the interface on link-up.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Sysctls {
-    /// `net.ipv4.conf.<if>.arp_ignore` (0-3 or 8).
-    pub arp_ignore: u8,
-    /// `net.ipv4.conf.<if>.arp_announce` (0-2).
-    pub arp_announce: u8,
-    /// `net.ipv4.conf.<if>.rp_filter` (0-2).
-    pub rp_filter: u8,
-    /// `net.ipv4.conf.<if>.arp_notify` (0-1).
-    pub arp_notify: u8,
-    /// `net.ipv6.conf.<if>.ndisc_notify` (0-1).
-    pub ndisc_notify: u8,
-}
-
-impl Default for Sysctls {
-    fn default() -> Self {
-        Self {
-            arp_ignore: 1,
-            arp_announce: 2,
-            rp_filter: 2,
-            arp_notify: 1,
-            ndisc_notify: 1,
-        }
-    }
-}
-
-impl Sysctls {
-    fn validate(&self) -> Result<(), CniError> {
-        for (field, value, ok) in [
-            (
-                "sysctls.arpIgnore",
-                self.arp_ignore,
-                self.arp_ignore <= 3 || self.arp_ignore == 8,
-            ),
-            (
-                "sysctls.arpAnnounce",
-                self.arp_announce,
-                self.arp_announce <= 2,
-            ),
-            ("sysctls.rpFilter", self.rp_filter, self.rp_filter <= 2),
-            ("sysctls.arpNotify", self.arp_notify, self.arp_notify <= 1),
-            (
-                "sysctls.ndiscNotify",
-                self.ndisc_notify,
-                self.ndisc_notify <= 1,
-            ),
-        ] {
-            if !ok {
-                return Err(invalid(format!(
-                    "{field}: {value} is not a value the kernel accepts"
-                )));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Per-NIC policy routing: a table per RoCE interface holding its connected route, its
-/// gateway route and the IPAM routes, and a rule sending traffic from its addresses there, so
-/// each rail's traffic leaves through its own NIC.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Routing {
-    /// Turn it off for single-NIC pods that do not need it.
-    pub enabled: bool,
-    /// Table id; derived from the interface name when unset (see [`table_for`]).
-    pub table: Option<u32>,
-    /// Preference of the `from <address>` rules.
-    pub rule_priority: u32,
-    /// Add a default route through the IPAM gateway to the table.
-    pub default_route: bool,
-}
-
-impl Default for Routing {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            table: None,
-            rule_priority: 1000,
-            default_route: true,
-        }
-    }
-}
-
-/// The table of interface `ifname`: 100 + N for names ending in a number N (`net1` → 101,
-/// `rail7` → 107, like Spiderpool's 101, 102, ... for net1, net2), otherwise 1000 plus the
-/// FNV-1a hash of the name modulo 1000. Deterministic, so DEL and CHECK find it again.
-pub fn table_for(ifname: &str) -> u32 {
-    let digits: String = ifname
-        .chars()
-        .rev()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    if let Some(n) = digits
-        .chars()
-        .rev()
-        .collect::<String>()
-        .parse::<u32>()
-        .ok()
-        .filter(|n| *n < 900)
-    {
-        return 100 + n;
-    }
-    let mut hash: u32 = 0x811c_9dc5;
-    for b in ifname.bytes() {
-        hash ^= u32::from(b);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    1000 + hash % 1000
-}
-
 /// How the pod gets its interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -234,80 +125,6 @@ pub enum AttachMode {
     Vf,
     /// A macvlan on the PF.
     Macvlan,
-}
-
-/// Announcing the pod's addresses so neighbours holding a reused IP's old MAC update at once.
-/// ADD sends a round (every address, ARP request and reply forms, NA for IPv6) when the link
-/// has carrier and another once routes and rules are in place; `count - 1` more rounds follow
-/// every `intervalMs` from a detached helper, spaced past the receivers' ARP locktime (1 s on
-/// Linux), so ADD itself waits at most `carrierTimeoutMs` for carrier.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Garp {
-    /// Rounds at `intervalMs` spacing (0 turns announcing off).
-    pub count: u32,
-    /// Spacing of the rounds after ADD.
-    pub interval_ms: u64,
-    /// How long ADD waits for carrier before its first round.
-    pub carrier_timeout_ms: u64,
-}
-
-impl Default for Garp {
-    fn default() -> Self {
-        Self {
-            count: 3,
-            interval_ms: 1100,
-            carrier_timeout_ms: 500,
-        }
-    }
-}
-
-/// What the network needs of the RDMA subsystem.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Rdma {
-    /// The RDMA namespace mode the network requires: `any` (default), `exclusive` (the pod
-    /// gets its own RDMA device, moved into its namespace) or `shared`.
-    pub netns_mode: NetnsRequirement,
-    /// Whether ADD must find the interface's RoCE v2 GID (`required`, the default when the
-    /// VF has an RDMA device), only report it when found (`optional`), or skip it (`off`).
-    pub gid: GidPolicy,
-    /// How long ADD waits for the kernel to add the GID after the address.
-    pub gid_timeout_ms: u64,
-}
-
-impl Default for Rdma {
-    fn default() -> Self {
-        Self {
-            netns_mode: NetnsRequirement::Any,
-            gid: GidPolicy::Required,
-            gid_timeout_ms: 3000,
-        }
-    }
-}
-
-/// `rdma.netnsMode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NetnsRequirement {
-    /// Whatever the node runs.
-    Any,
-    /// Each pod owns its RDMA device.
-    Exclusive,
-    /// RDMA devices stay in the host namespace, visible to every pod.
-    Shared,
-}
-
-/// `rdma.gid`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GidPolicy {
-    /// ADD fails (code 11) when the GID does not appear in time.
-    Required,
-    /// The GID is reported when found.
-    Optional,
-    /// No GID lookup.
-    Off,
 }
 
 /// `runtimeConfig` keys this plugin accepts (the capabilities it can declare).
@@ -450,126 +267,7 @@ impl Config {
     }
 }
 
-/// The PF-side VF attributes a configuration asks for, validated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VfAttributes {
-    /// VLAN (0: none).
-    pub vlan: u16,
-    /// VLAN priority.
-    pub qos: u8,
-    /// Tag protocol.
-    pub proto: VlanProto,
-    /// Spoof checking.
-    pub spoofchk: bool,
-    /// Trusted mode.
-    pub trust: bool,
-    /// Link state.
-    pub link_state: VfLinkMode,
-    /// Minimum TX rate, Mbit/s.
-    pub min_tx_rate: u32,
-    /// Maximum TX rate, Mbit/s.
-    pub max_tx_rate: u32,
-}
-
-impl VfAttributes {
-    /// The complete settings for VF `index` with administrative MAC `mac`.
-    pub fn settings(&self, index: u32, mac: MacAddr) -> VfSettings {
-        VfSettings {
-            index,
-            mac,
-            vlan: self.vlan,
-            qos: self.qos,
-            proto: self.proto,
-            spoofchk: self.spoofchk,
-            trust: self.trust,
-            link_state: self.link_state,
-            min_tx_rate: self.min_tx_rate,
-            max_tx_rate: self.max_tx_rate,
-        }
-    }
-}
-
-fn on_off(field: &str, value: Option<&str>, default: bool) -> Result<bool, CniError> {
-    match value {
-        None => Ok(default),
-        Some("on") => Ok(true),
-        Some("off") => Ok(false),
-        Some(other) => Err(invalid(format!(
-            "{field}: {other:?} must be \"on\" or \"off\""
-        ))),
-    }
-}
-
 impl NetConf {
-    /// The PF-side attributes to set on every ADD: what the configuration asks for, and the
-    /// defaults for everything it leaves out, so nothing a previous pod left behind survives.
-    pub fn vf_attributes(&self) -> Result<VfAttributes, CniError> {
-        if self.vlan.is_none() {
-            if self.vlan_qos.is_some() {
-                return Err(invalid("vlanQoS: needs vlan"));
-            }
-            if self.vlan_proto.is_some() {
-                return Err(invalid("vlanProto: needs vlan"));
-            }
-        }
-        let vlan = self.vlan.unwrap_or(0);
-        if vlan > 4094 {
-            return Err(invalid(format!("vlan: {vlan} is out of range (0-4094)")));
-        }
-        let qos = self.vlan_qos.unwrap_or(0);
-        if qos > 7 {
-            return Err(invalid(format!("vlanQoS: {qos} is out of range (0-7)")));
-        }
-        if qos != 0 && vlan == 0 {
-            return Err(invalid("vlanQoS: a priority needs a VLAN other than 0"));
-        }
-        let proto = match self
-            .vlan_proto
-            .as_deref()
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            None | Some("802.1q") => VlanProto::Dot1Q,
-            Some("802.1ad") if vlan == 0 => {
-                return Err(invalid("vlanProto: 802.1ad needs a VLAN other than 0"));
-            }
-            Some("802.1ad") => VlanProto::Dot1Ad,
-            Some(_) => {
-                return Err(invalid(format!(
-                    "vlanProto: {:?} must be \"802.1Q\" or \"802.1ad\"",
-                    self.vlan_proto.as_deref().unwrap_or_default()
-                )));
-            }
-        };
-        let link_state = match self.link_state.as_deref() {
-            None | Some("auto") => VfLinkMode::Auto,
-            Some("enable") => VfLinkMode::Enable,
-            Some("disable") => VfLinkMode::Disable,
-            Some(other) => {
-                return Err(invalid(format!(
-                    "linkState: {other:?} must be \"auto\", \"enable\" or \"disable\""
-                )));
-            }
-        };
-        let min_tx_rate = self.min_tx_rate.unwrap_or(0);
-        let max_tx_rate = self.max_tx_rate.unwrap_or(0);
-        if max_tx_rate != 0 && min_tx_rate > max_tx_rate {
-            return Err(invalid(format!(
-                "minTxRate: {min_tx_rate} exceeds maxTxRate {max_tx_rate}"
-            )));
-        }
-        Ok(VfAttributes {
-            vlan,
-            qos,
-            proto,
-            spoofchk: on_off("spoofchk", self.spoofchk.as_deref(), true)?,
-            trust: on_off("trust", self.trust.as_deref(), false)?,
-            link_state,
-            min_tx_rate,
-            max_tx_rate,
-        })
-    }
-
     fn validate(&self) -> Result<(), CniError> {
         self.vf_attributes()?;
         self.sysctls.validate()?;
@@ -796,75 +494,6 @@ mod tests {
                 .to_string(),
             "02:00:00:00:00:02"
         );
-    }
-
-    #[test]
-    fn vf_attributes_default_and_validate() {
-        let base = r#""cniVersion":"1.0.0","name":"n","type":"spinel""#;
-        let a = parse(&format!("{{{base}}}"))
-            .unwrap()
-            .conf
-            .vf_attributes()
-            .unwrap();
-        assert_eq!(
-            (a.vlan, a.qos, a.proto, a.spoofchk, a.trust),
-            (0, 0, VlanProto::Dot1Q, true, false)
-        );
-        assert_eq!(
-            (a.link_state, a.min_tx_rate, a.max_tx_rate),
-            (VfLinkMode::Auto, 0, 0)
-        );
-        let a = parse(&format!(
-            r#"{{{base},"vlan":100,"vlanQoS":3,"vlanProto":"802.1AD","spoofchk":"off","trust":"on","linkState":"enable","minTxRate":10,"maxTxRate":100}}"#
-        ))
-        .unwrap()
-        .conf
-        .vf_attributes()
-        .unwrap();
-        assert_eq!(
-            (a.vlan, a.qos, a.proto, a.spoofchk, a.trust),
-            (100, 3, VlanProto::Dot1Ad, false, true)
-        );
-        for (extra, field) in [
-            (r#""vlan":4095"#, "vlan"),
-            (r#""vlanQoS":1"#, "vlanQoS"),
-            (r#""vlanProto":"802.1Q""#, "vlanProto"),
-            (r#""vlan":0,"vlanQoS":2"#, "vlanQoS"),
-            (r#""vlan":5,"vlanQoS":8"#, "vlanQoS"),
-            (r#""vlan":0,"vlanProto":"802.1ad""#, "vlanProto"),
-            (r#""vlan":5,"vlanProto":"qinq""#, "vlanProto"),
-            (r#""spoofchk":"yes""#, "spoofchk"),
-            (r#""trust":true"#, "trust"),
-            (r#""linkState":"up""#, "linkState"),
-            (r#""minTxRate":100,"maxTxRate":10"#, "minTxRate"),
-            (r#""vlan":-1"#, "vlan"),
-        ] {
-            let err = parse(&format!("{{{base},{extra}}}")).unwrap_err();
-            assert_eq!(err.code, ErrorCode::InvalidConfig, "{extra}");
-            assert!(err.msg.contains(field), "{extra}: {}", err.msg);
-        }
-    }
-
-    #[test]
-    fn routing_tables_are_deterministic() {
-        assert_eq!(table_for("net1"), 101);
-        assert_eq!(table_for("rail12"), 112);
-        let t = table_for("roce");
-        assert!((1000..2000).contains(&t));
-        assert_eq!(t, table_for("roce"));
-        assert_ne!(table_for("roce"), table_for("rocf"));
-        let base = r#""cniVersion":"1.0.0","name":"n","type":"spinel""#;
-        for bad in [
-            r#""routing":{"table":254}"#,
-            r#""sysctls":{"arpIgnore":5}"#,
-            r#""sysctls":{"bogus":1}"#,
-        ] {
-            assert_eq!(
-                parse(&format!("{{{base},{bad}}}")).unwrap_err().code,
-                ErrorCode::InvalidConfig,
-                "{bad}"
-            );
-        }
     }
 
     #[test]
