@@ -8,6 +8,7 @@
 // A test harness fails loudly: panicking on setup errors is its contract.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+pub mod lldpd;
 pub mod sandbox;
 
 pub use sandbox::Sandbox;
