@@ -5,6 +5,9 @@
 //! it can only send them as `custom-tlv`s. That is enough to check our encoder against the
 //! octets lldpd receives and our decoder against the octets lldpd sends.
 
+// Helpers here fail the test loudly, like the harness.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -2,6 +2,9 @@
 //! malformed LLDPDU is sent over a veth to lldpd and handed to our decoder; every frame lldpd
 //! discards we must reject too.
 
+// Helpers here fail the test loudly, like the harness.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::Duration;
 
 use hostnet::netns::NetNs;
