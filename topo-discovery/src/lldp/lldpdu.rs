@@ -514,11 +514,10 @@ fn decode_optional<'a>(
 fn put_fixed<'a, const N: usize>(
     out: &mut Vec<Tlv<'a>>,
     singletons: &mut Singletons,
-    which: Singleton,
+    (which, fatal_min): (Singleton, u16),
     tlv: &RawTlv<'a>,
     key: u32,
     info: &[u8],
-    fatal_min: u16,
     make: impl FnOnce(&[u8; N]) -> Tlv<'a>,
 ) -> Result<(), DecodeError> {
     // N is at most 21 (ETS).
@@ -576,11 +575,10 @@ fn decode_org<'a>(
         org_key::PORT_VLAN_ID => put_fixed(
             out,
             singletons,
-            Singleton::PortVlanId,
+            (Singleton::PortVlanId, 2),
             tlv,
             key,
             info,
-            2,
             |v| Tlv::PortVlanId(u16::from_be_bytes(*v)),
         ),
         org_key::VLAN_NAME => {
@@ -593,35 +591,32 @@ fn decode_org<'a>(
         org_key::LINK_AGGREGATION => put_fixed(
             out,
             singletons,
-            Singleton::LinkAggregation,
+            (Singleton::LinkAggregation, 0),
             tlv,
             key,
             info,
-            0,
             |v| Tlv::LinkAggregation(org::decode_link_aggregation(v)),
         ),
         org_key::ETS_CONFIGURATION => put_fixed(
             out,
             singletons,
-            Singleton::EtsConfiguration,
+            (Singleton::EtsConfiguration, 0),
             tlv,
             key,
             info,
-            0,
             |v| Tlv::EtsConfiguration(dcbx::decode_ets_configuration(v)),
         ),
         org_key::ETS_RECOMMENDATION => put_fixed(
             out,
             singletons,
-            Singleton::EtsRecommendation,
+            (Singleton::EtsRecommendation, 0),
             tlv,
             key,
             info,
-            0,
             |v| Tlv::EtsRecommendation(dcbx::decode_ets_recommendation(v)),
         ),
         org_key::PFC_CONFIGURATION => {
-            put_fixed(out, singletons, Singleton::Pfc, tlv, key, info, 0, |v| {
+            put_fixed(out, singletons, (Singleton::Pfc, 0), tlv, key, info, |v| {
                 Tlv::Pfc(dcbx::decode_pfc(v))
             })
         }
@@ -647,27 +642,31 @@ fn decode_org<'a>(
             }
             Ok(())
         }
-        org_key::MAC_PHY => put_fixed(out, singletons, Singleton::MacPhy, tlv, key, info, 5, |v| {
-            Tlv::MacPhy(org::decode_mac_phy(v))
-        }),
-        org_key::LEGACY_LINK_AGGREGATION => put_fixed(
+        org_key::MAC_PHY => put_fixed(
             out,
             singletons,
-            Singleton::LegacyLinkAggregation,
+            (Singleton::MacPhy, 5),
             tlv,
             key,
             info,
-            5,
+            |v| Tlv::MacPhy(org::decode_mac_phy(v)),
+        ),
+        org_key::LEGACY_LINK_AGGREGATION => put_fixed(
+            out,
+            singletons,
+            (Singleton::LegacyLinkAggregation, 5),
+            tlv,
+            key,
+            info,
             |v| Tlv::LegacyLinkAggregation(org::decode_link_aggregation(v)),
         ),
         org_key::MAX_FRAME_SIZE => put_fixed(
             out,
             singletons,
-            Singleton::MaxFrameSize,
+            (Singleton::MaxFrameSize, 2),
             tlv,
             key,
             info,
-            2,
             |v| Tlv::MaxFrameSize(u16::from_be_bytes(*v)),
         ),
         _ => {
