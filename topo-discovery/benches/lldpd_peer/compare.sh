@@ -6,7 +6,7 @@
 # lldpd_decode_bench.c against lldp_decode(), then runs it and the criterion benchmark.
 #
 # Usage (Debian 12, from the repository root): topo-discovery/benches/lldpd_peer/compare.sh
-# Needs: gcc, make, dpkg-dev (for nothing but apt-get source's download), network to the mirror.
+# Needs: gcc, make, and the Debian mirror. Set WORK to keep the build elsewhere than /tmp.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 repo=$PWD
@@ -27,9 +27,10 @@ if [ ! -x "$work/lldpd_decode_bench" ]; then
   src=$work/lldpd-$upstream
   tar -C "$src" -xJf "$work"/lldpd_"$version".debian.tar.xz
   (cd "$src" && for p in $(cat debian/patches/series); do patch -p1 -s -N < "debian/patches/$p" || true; done)
+  # The same protocol options as Debian's build (dot1, dot3, custom TLVs, LLDP-MED).
   (cd "$src" && ./configure -q --without-snmp --without-xml --without-readline --without-seccomp \
-      --enable-dot1 --enable-dot3 --enable-custom --enable-lldpmed CFLAGS="-O2 -g" >/dev/null \
-    && make -s -j"$(nproc)" >/dev/null)
+      --enable-dot1 --enable-dot3 --enable-custom --enable-lldpmed CFLAGS="-O2 -g" \
+    && make -s -j"$(nproc)") > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; exit 1; }
   gcc -O2 -I"$src" -I"$src/include" -I"$src/src" -I"$src/src/daemon" \
     -o "$work/lldpd_decode_bench" "$repo/topo-discovery/benches/lldpd_peer/lldpd_decode_bench.c" \
     "$src/src/daemon/.libs/liblldpd.a" "$src/src/.libs/libcommon-daemon-lib.a" \
