@@ -1,6 +1,7 @@
 //! The fuzz corpus in the regular test suite.
 //!
-//! - Every file under `fuzz/seeds/lldp_decode` and `fuzz/regressions/lldp_decode` goes through
+//! - Every file under `fuzz/seeds/lldp_decode` and `fuzz/regressions/lldp_decode` (and the
+//!   working corpus `fuzz/corpus/lldp_decode`, where a local fuzzing run left one) goes through
 //!   the same checks as the fuzz target: no panic, and a decoded LLDPDU survives an
 //!   encode/decode round trip unchanged.
 //! - The seed files are our own frames, generated here; the test fails when they are stale.
@@ -63,7 +64,11 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn every_corpus_file_replays_cleanly() {
     let mut count = 0;
-    for dir in ["seeds/lldp_decode", "regressions/lldp_decode"] {
+    for dir in [
+        "seeds/lldp_decode",
+        "regressions/lldp_decode",
+        "corpus/lldp_decode",
+    ] {
         for path in files(&fuzz_dir().join(dir)) {
             let data = std::fs::read(&path).unwrap();
             let result = std::panic::catch_unwind(|| check_like_the_fuzz_target(&data));
