@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::error::{DecodeError, EncodeError, Expected, TlvError, TlvKind};
+use super::error::{DecodeError, EncodeError, Expected, Field, TlvError, TlvKind, len16};
 use super::tlv::{RawTlv, be16, be32};
 use crate::neighbor::{ChassisIdSubtype, PortIdSubtype};
 
@@ -119,7 +119,7 @@ pub(crate) fn decode_id<'a, S: IdSubtype>(
         return Err(TlvError::Length {
             kind,
             offset: tlv.offset,
-            length,
+            length: len16(length),
             expected: Expected::Between(2, 256),
         }
         .into());
@@ -230,64 +230,59 @@ pub(crate) type TlvResult<T> = Result<Result<T, TlvError>, DecodeError>;
 pub(crate) fn decode_management_address<'a>(tlv: &RawTlv<'a>) -> TlvResult<ManagementAddress<'a>> {
     let kind = TlvKind::ManagementAddress;
     let v = tlv.value;
-    let length = v.len();
+    let length = len16(v.len());
     let field = |field, value, expected| TlvError::Field {
         kind,
         offset: tlv.offset,
         field,
-        value,
+        value: len16(value),
         expected,
         length,
     };
+    let wrong_length = |expected| TlvError::Length {
+        kind,
+        offset: tlv.offset,
+        length,
+        expected,
+    };
     let Some(&str_len) = v.first() else {
-        return Err(TlvError::Length {
-            kind,
-            offset: tlv.offset,
-            length,
-            expected: Expected::AtLeast(9),
-        }
-        .into());
+        return Err(wrong_length(Expected::AtLeast(9)).into());
     };
     let str_len = usize::from(str_len);
     if !(2..=32).contains(&str_len) {
-        return Err(field("address string length", str_len, Expected::Between(2, 32)).into());
+        return Err(field(
+            Field::AddressStringLength,
+            str_len,
+            Expected::Between(2, 32),
+        )
+        .into());
     }
+    // str_len <= 32, so these lengths fit 16 bits.
     let (Some(addr_str), Some(numbering), Some(number)) = (
         v.get(1..1 + str_len),
         v.get(1 + str_len),
         be32(v, 2 + str_len),
     ) else {
-        return Err(TlvError::Length {
-            kind,
-            offset: tlv.offset,
-            length,
-            expected: Expected::AtLeast(1 + str_len + 5),
-        }
-        .into());
+        return Err(wrong_length(Expected::AtLeast(len16(1 + str_len + 5))).into());
     };
     let Some(&oid_len) = v.get(6 + str_len) else {
-        return Ok(Err(TlvError::Length {
-            kind,
-            offset: tlv.offset,
-            length,
-            expected: Expected::AtLeast(1 + str_len + 6),
-        }));
+        return Ok(Err(wrong_length(Expected::AtLeast(len16(1 + str_len + 6)))));
     };
     let oid_len = usize::from(oid_len);
     if oid_len > 128 {
-        return Ok(Err(field("OID length", oid_len, Expected::Between(0, 128))));
+        return Ok(Err(field(
+            Field::OidLength,
+            oid_len,
+            Expected::Between(0, 128),
+        )));
     }
     let Some(oid) = v.get(7 + str_len..).filter(|oid| oid.len() == oid_len) else {
-        return Ok(Err(TlvError::Length {
-            kind,
-            offset: tlv.offset,
-            length,
-            expected: Expected::Exactly(7 + str_len + oid_len),
-        }));
+        return Ok(Err(wrong_length(Expected::Exactly(len16(
+            7 + str_len + oid_len,
+        )))));
     };
-    let (family, address) = match addr_str.split_first() {
-        Some((&family, address)) => (family, address),
-        None => return Err(field("address string length", 0, Expected::Between(2, 32)).into()),
+    let Some((&family, address)) = addr_str.split_first() else {
+        return Err(field(Field::AddressStringLength, 0, Expected::Between(2, 32)).into());
     };
     Ok(Ok(ManagementAddress {
         family,
@@ -337,7 +332,7 @@ pub(crate) fn decode_capabilities(tlv: &RawTlv<'_>) -> TlvResult<SystemCapabilit
     let wrong = |expected| TlvError::Length {
         kind: TlvKind::SystemCapabilities,
         offset: tlv.offset,
-        length: tlv.value.len(),
+        length: len16(tlv.value.len()),
         expected,
     };
     let (Some(supported), Some(enabled)) = (be16(tlv.value, 0), be16(tlv.value, 2)) else {
@@ -356,7 +351,7 @@ pub(crate) fn decode_ttl(tlv: &RawTlv<'_>) -> Result<u16, DecodeError> {
         other => Err(TlvError::Length {
             kind: TlvKind::Ttl,
             offset: tlv.offset,
-            length: other.len(),
+            length: len16(other.len()),
             expected: Expected::Exactly(2),
         }
         .into()),
@@ -369,7 +364,7 @@ pub(crate) fn check_string<'a>(tlv: &RawTlv<'a>, kind: TlvKind) -> Result<&'a [u
         return Err(TlvError::Length {
             kind,
             offset: tlv.offset,
-            length: tlv.value.len(),
+            length: len16(tlv.value.len()),
             expected: Expected::Between(0, 255),
         });
     }

@@ -9,11 +9,6 @@ use std::borrow::Cow;
 use super::error::{EncodeError, TlvKind};
 use super::org::{Oui, dot1};
 
-/// Information length (after OUI and subtype) of both ETS TLVs.
-pub(crate) const ETS_INFO_LEN: usize = 21;
-/// Information length (after OUI and subtype) of the PFC TLV.
-pub(crate) const PFC_INFO_LEN: usize = 2;
-
 /// The three ETS tables shared by the Configuration and Recommendation TLVs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct EtsTables {
@@ -209,26 +204,24 @@ fn encode_tables(out: &mut Vec<u8>, kind: TlvKind, t: &EtsTables) -> Result<(), 
     Ok(())
 }
 
-/// Decodes ETS Configuration information (exactly [`ETS_INFO_LEN`] octets after OUI/subtype).
-pub(crate) fn decode_ets_configuration(info: &[u8]) -> Option<EtsConfiguration> {
-    let (&flags, rest) = info.split_first()?;
-    let tables: &[u8; 20] = rest.try_into().ok()?;
+/// Decodes ETS Configuration information (after OUI and subtype).
+pub(crate) fn decode_ets_configuration(info: &[u8; 21]) -> EtsConfiguration {
+    let [flags, tables @ ..] = info;
     let max_tcs = flags & 0x07;
-    Some(EtsConfiguration {
+    EtsConfiguration {
         willing: flags & 0x80 != 0,
         cbs: flags & 0x40 != 0,
         max_tcs: if max_tcs == 0 { 8 } else { max_tcs },
         tables: decode_tables(tables),
-    })
+    }
 }
 
-/// Decodes ETS Recommendation information.
-pub(crate) fn decode_ets_recommendation(info: &[u8]) -> Option<EtsRecommendation> {
-    let (_reserved, rest) = info.split_first()?;
-    let tables: &[u8; 20] = rest.try_into().ok()?;
-    Some(EtsRecommendation {
+/// Decodes ETS Recommendation information (the first octet is reserved).
+pub(crate) fn decode_ets_recommendation(info: &[u8; 21]) -> EtsRecommendation {
+    let [_reserved, tables @ ..] = info;
+    EtsRecommendation {
         tables: decode_tables(tables),
-    })
+    }
 }
 
 pub(crate) fn encode_ets_configuration(
@@ -258,16 +251,13 @@ pub(crate) fn encode_ets_recommendation(
     encode_tables(out, kind, &e.tables)
 }
 
-/// Decodes PFC Configuration information (exactly [`PFC_INFO_LEN`] octets).
-pub(crate) fn decode_pfc(info: &[u8]) -> Option<PfcConfiguration> {
-    match *info {
-        [flags, enabled] => Some(PfcConfiguration {
-            willing: flags & 0x80 != 0,
-            mbc: flags & 0x40 != 0,
-            capability: flags & 0x0f,
-            enabled,
-        }),
-        _ => None,
+/// Decodes PFC Configuration information.
+pub(crate) fn decode_pfc(&[flags, enabled]: &[u8; 2]) -> PfcConfiguration {
+    PfcConfiguration {
+        willing: flags & 0x80 != 0,
+        mbc: flags & 0x40 != 0,
+        capability: flags & 0x0f,
+        enabled,
     }
 }
 
@@ -313,7 +303,7 @@ mod tests {
         let info = [
             0x00, 0x00, 0x03, 0x00, 0x60, 0x32, 0, 0, 0x32, 0, 0, 0, 0, 2, 0, 0, 2, 0, 0, 0, 0,
         ];
-        let e = decode_ets_configuration(&info).unwrap();
+        let e = decode_ets_configuration(&info);
         assert!(!e.willing);
         assert_eq!(e.max_tcs, 8);
         assert_eq!(e.tables.priority_tc, [0, 0, 0, 3, 0, 0, 6, 0]);
@@ -328,10 +318,9 @@ mod tests {
     fn ets_flags_and_ranges() {
         let mut info = [0u8; 21];
         info[0] = 0xc3;
-        let e = decode_ets_configuration(&info).unwrap();
+        let e = decode_ets_configuration(&info);
         assert!(e.willing && e.cbs);
         assert_eq!(e.max_tcs, 3);
-        assert!(decode_ets_configuration(&info[..20]).is_none());
         let bad = EtsConfiguration { max_tcs: 0, ..e };
         assert!(encode_ets_configuration(&mut Vec::new(), KIND, &bad).is_err());
         let mut bad_tc = e;
@@ -342,7 +331,7 @@ mod tests {
     #[test]
     fn pfc_from_lldpd_man_page_example() {
         // `configure lldp custom-tlv oui 00,80,c2 subtype 11 oui-info 08,08`
-        let p = decode_pfc(&[0x08, 0x08]).unwrap();
+        let p = decode_pfc(&[0x08, 0x08]);
         assert!(!p.willing && !p.mbc);
         assert_eq!(p.capability, 8);
         assert_eq!(p.enabled, 0b0000_1000);

@@ -84,21 +84,50 @@ impl fmt::Display for TlvKind {
 }
 
 /// The length a TLV (or a field inside it) must have.
+///
+/// Error types are kept small (lengths in LLDP fit 16 bits) because decoding moves them
+/// around on its fast path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Expected {
     /// Exactly this many octets.
-    Exactly(usize),
+    Exactly(u16),
     /// At least this many octets.
-    AtLeast(usize),
+    AtLeast(u16),
     /// Between these bounds, inclusive.
-    Between(usize, usize),
+    Between(u16, u16),
     /// A fixed part plus any number of fixed-size entries.
     Entries {
         /// Octets before the entries.
-        fixed: usize,
+        fixed: u16,
         /// Octets per entry.
-        entry: usize,
+        entry: u16,
     },
+}
+
+/// A length as the 16-bit figure errors carry (saturating; LLDP lengths are 9 bits).
+pub(crate) fn len16(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
+/// A length field inside a TLV.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Field {
+    /// Management Address: address string length (family octet + address).
+    AddressStringLength,
+    /// Management Address: OID string length.
+    OidLength,
+    /// VLAN Name: name length.
+    VlanNameLength,
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::AddressStringLength => "address string length",
+            Self::OidLength => "OID length",
+            Self::VlanNameLength => "VLAN name length",
+        })
+    }
 }
 
 impl fmt::Display for Expected {
@@ -128,7 +157,7 @@ pub enum TlvError {
         /// Offset of its header.
         offset: usize,
         /// Its information string length.
-        length: usize,
+        length: u16,
         /// What the standard (or lldpd) allows.
         expected: Expected,
     },
@@ -142,13 +171,13 @@ pub enum TlvError {
         /// Offset of its header.
         offset: usize,
         /// The inner length field.
-        field: &'static str,
+        field: Field,
         /// Its value.
-        value: usize,
+        value: u16,
         /// What it may be.
         expected: Expected,
         /// The TLV's information string length.
-        length: usize,
+        length: u16,
     },
     /// A TLV that may appear only once appeared again.
     #[error("second {kind} TLV at offset {offset}; only one is allowed per LLDPDU")]
@@ -179,7 +208,7 @@ pub enum DecodeError {
         /// Where its header starts.
         offset: usize,
         /// Declared information string length.
-        length: usize,
+        length: u16,
         /// Octets left after the header.
         remaining: usize,
     },
@@ -219,7 +248,7 @@ pub enum DecodeError {
         /// Where.
         offset: usize,
         /// Its length.
-        length: usize,
+        length: u16,
     },
     /// Chassis and Port ID subtypes 0 and 8-255 are reserved.
     #[error("{kind} TLV at offset {offset} has reserved subtype {subtype} (allowed 1 to 7)")]

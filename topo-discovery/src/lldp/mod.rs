@@ -6,7 +6,7 @@
 //!
 //! - [`tlv`]: TLV header framing.
 //! - [`basic`], [`org`], [`dcbx`]: the TLVs we decode and encode.
-//! - [`validate`] and [`lldpdu`]: the LLDPDU with lldpd-grade receive validation.
+//! - `validate` and [`lldpdu`]: the LLDPDU with lldpd-grade receive validation.
 //! - [`frame`]: Ethernet header, LLDP group addresses, optional 802.1Q tag.
 //! - [`convert`]: decoded LLDPDU to the stable schema ([`crate::neighbor`]).
 //! - [`local`]: a local system description (the schema's field names) to an LLDPDU.

@@ -5,8 +5,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use super::error::{EncodeError, Expected, TlvError, TlvKind};
-use super::tlv::{be16, be32};
+use super::error::{EncodeError, Expected, Field, TlvError, TlvKind, len16};
+use super::tlv::be16;
 
 /// An organisationally unique identifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -21,6 +21,24 @@ impl Oui {
     pub const MED: Self = Self([0x00, 0x12, 0xbb]);
     /// Pre-standard (CEE) DCBX, kept raw.
     pub const CEE_DCBX: Self = Self([0x00, 0x1b, 0x21]);
+}
+
+impl Oui {
+    /// The OUI and subtype of an organisational TLV as one big-endian word (OUI in the top 24
+    /// bits): one comparison per known TLV instead of four.
+    pub(crate) const fn key(self, subtype: u8) -> u32 {
+        let [a, b, c] = self.0;
+        u32::from_be_bytes([a, b, c, subtype])
+    }
+}
+
+/// The kind named by an organisational TLV's first four octets.
+pub(crate) fn org_kind(key: u32) -> TlvKind {
+    let [a, b, c, subtype] = key.to_be_bytes();
+    TlvKind::Org {
+        oui: Oui([a, b, c]),
+        subtype,
+    }
 }
 
 impl fmt::Display for Oui {
@@ -156,24 +174,26 @@ pub struct MacPhy {
 /// Length rule of a decoded organisational TLV's information (after OUI and subtype):
 /// `fatal_min` is lldpd's minimum (shorter rejects the whole LLDPDU), `exact` is the standard's
 /// length (anything else discards only the TLV).
+#[inline]
 pub(crate) fn check_len(
     info: &[u8],
-    kind: TlvKind,
+    kind: impl FnOnce() -> TlvKind,
     offset: usize,
-    fatal_min: usize,
-    exact: usize,
+    fatal_min: u16,
+    exact: u16,
 ) -> Result<Result<(), TlvError>, TlvError> {
     // Lengths are reported for the whole information string, as they appear on the wire.
+    let length = len16(info.len() + 4);
     let wrong = |expected| TlvError::Length {
-        kind,
+        kind: kind(),
         offset,
-        length: info.len() + 4,
+        length,
         expected,
     };
-    if info.len() < fatal_min {
+    if info.len() < usize::from(fatal_min) {
         return Err(wrong(Expected::AtLeast(fatal_min + 4)));
     }
-    if info.len() != exact {
+    if info.len() != usize::from(exact) {
         return Ok(Err(wrong(Expected::Exactly(exact + 4))));
     }
     Ok(Ok(()))
@@ -198,14 +218,13 @@ pub(crate) fn raw_fatal_min(oui: Oui, subtype: u8, info: &[u8]) -> Option<usize>
     }
 }
 
-pub(crate) fn decode_link_aggregation(info: &[u8]) -> Option<LinkAggregation> {
-    let status = *info.first()?;
-    Some(LinkAggregation {
+pub(crate) fn decode_link_aggregation(&[status, a, b, c, d]: &[u8; 5]) -> LinkAggregation {
+    LinkAggregation {
         capable: status & 0x01 != 0,
         enabled: status & 0x02 != 0,
         port_type: (status >> 2) & 0x03,
-        port_id: be32(info, 1)?,
-    })
+        port_id: u32::from_be_bytes([a, b, c, d]),
+    }
 }
 
 pub(crate) fn encode_link_aggregation(
@@ -227,14 +246,13 @@ pub(crate) fn encode_link_aggregation(
     Ok(())
 }
 
-pub(crate) fn decode_mac_phy(info: &[u8]) -> Option<MacPhy> {
-    let status = *info.first()?;
-    Some(MacPhy {
+pub(crate) fn decode_mac_phy(&[status, a1, a2, m1, m2]: &[u8; 5]) -> MacPhy {
+    MacPhy {
         autoneg_supported: status & 0x01 != 0,
         autoneg_enabled: status & 0x02 != 0,
-        advertised: be16(info, 1)?,
-        mau_type: be16(info, 3)?,
-    })
+        advertised: u16::from_be_bytes([a1, a2]),
+        mau_type: u16::from_be_bytes([m1, m2]),
+    }
 }
 
 pub(crate) fn encode_mac_phy(out: &mut Vec<u8>, m: &MacPhy) {
@@ -250,7 +268,7 @@ pub(crate) fn decode_vlan_name<'a>(
     kind: TlvKind,
     offset: usize,
 ) -> Result<Result<VlanName<'a>, TlvError>, TlvError> {
-    let length = info.len() + 4;
+    let length = len16(info.len() + 4);
     let (Some(vid), Some(&name_len)) = (be16(info, 0), info.get(2)) else {
         return Err(TlvError::Length {
             kind,
@@ -259,33 +277,27 @@ pub(crate) fn decode_vlan_name<'a>(
             expected: Expected::AtLeast(7),
         });
     };
+    let field = |expected| TlvError::Field {
+        kind,
+        offset,
+        field: Field::VlanNameLength,
+        value: name_len.into(),
+        expected,
+        length,
+    };
     let name_len = usize::from(name_len);
     let Some(name) = info.get(3..3 + name_len) else {
-        return Err(TlvError::Field {
-            kind,
-            offset,
-            field: "VLAN name length",
-            value: name_len,
-            expected: Expected::Between(0, length.saturating_sub(7)),
-            length,
-        });
+        return Err(field(Expected::Between(0, length.saturating_sub(7))));
     };
     if name_len > 32 {
-        return Ok(Err(TlvError::Field {
-            kind,
-            offset,
-            field: "VLAN name length",
-            value: name_len,
-            expected: Expected::Between(0, 32),
-            length,
-        }));
+        return Ok(Err(field(Expected::Between(0, 32))));
     }
     if info.len() != 3 + name_len {
         return Ok(Err(TlvError::Length {
             kind,
             offset,
             length,
-            expected: Expected::Exactly(7 + name_len),
+            expected: Expected::Exactly(len16(7 + name_len)),
         }));
     }
     Ok(Ok(VlanName {
@@ -353,14 +365,14 @@ mod tests {
 
     #[test]
     fn link_aggregation_and_mac_phy_bits() {
-        let la = decode_link_aggregation(&[0x0b, 0, 0, 0, 42]).unwrap();
+        let la = decode_link_aggregation(&[0x0b, 0, 0, 0, 42]);
         assert!(la.capable && la.enabled);
         assert_eq!(la.port_type, 2);
         assert_eq!(la.port_id, 42);
         let mut out = Vec::new();
         encode_link_aggregation(&mut out, TlvKind::OrgHeader, &la).unwrap();
         assert_eq!(out, [0x0b, 0, 0, 0, 42]);
-        let m = decode_mac_phy(&[0x03, 0x6c, 0x00, 0x00, 0x10]).unwrap();
+        let m = decode_mac_phy(&[0x03, 0x6c, 0x00, 0x00, 0x10]);
         assert!(m.autoneg_supported && m.autoneg_enabled);
         assert_eq!(m.advertised, 0x6c00);
         assert_eq!(m.mau_type, 16);

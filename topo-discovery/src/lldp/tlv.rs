@@ -46,6 +46,16 @@ pub struct RawTlv<'a> {
 pub struct TlvReader<'a> {
     buf: &'a [u8],
     pos: usize,
+    state: ReadState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadState {
+    Reading,
+    /// Stopped at a framing error at `pos`.
+    Failed,
+    /// The error was reported (iterator use).
+    Done,
 }
 
 impl<'a> TlvReader<'a> {
@@ -54,12 +64,67 @@ impl<'a> TlvReader<'a> {
         Self {
             buf: lldpdu,
             pos: 0,
+            state: ReadState::Reading,
         }
     }
 
-    /// Offset of the next TLV header.
+    /// Offset of the next TLV header (of the broken one after a framing error).
     pub fn position(&self) -> usize {
         self.pos
+    }
+
+    /// The next TLV; `None` at the end of the buffer or at a framing error (see
+    /// [`Self::error`]).
+    ///
+    /// The decoder's fast path: returning a small `Option` instead of a `Result` carrying a
+    /// `DecodeError` avoids copying error payloads on every TLV.
+    #[inline]
+    pub fn next_raw(&mut self) -> Option<RawTlv<'a>> {
+        if self.state != ReadState::Reading {
+            return None;
+        }
+        let offset = self.pos;
+        let rest = self.buf.get(offset..)?;
+        let (Some(&hi), Some(&lo)) = (rest.first(), rest.get(1)) else {
+            if !rest.is_empty() {
+                self.state = ReadState::Failed;
+            }
+            return None;
+        };
+        let length = (usize::from(hi & 1) << 8) | usize::from(lo);
+        let Some(value) = rest.get(2..2 + length) else {
+            self.state = ReadState::Failed;
+            return None;
+        };
+        self.pos = offset + 2 + length;
+        Some(RawTlv {
+            offset,
+            tlv_type: hi >> 1,
+            value,
+        })
+    }
+
+    /// The framing error [`Self::next_raw`] stopped at, if it stopped at one.
+    #[cold]
+    pub fn error(&self) -> Option<DecodeError> {
+        if self.state == ReadState::Reading {
+            return None;
+        }
+        let offset = self.pos;
+        let rest = self.buf.get(offset..).unwrap_or_default();
+        let (Some(&hi), Some(&lo)) = (rest.first(), rest.get(1)) else {
+            return Some(DecodeError::TruncatedHeader {
+                offset,
+                remaining: rest.len(),
+            });
+        };
+        Some(DecodeError::TruncatedTlv {
+            kind: TlvKind::basic(hi >> 1),
+            offset,
+            // Nine bits: exact.
+            length: (u16::from(hi & 1) << 8) | u16::from(lo),
+            remaining: rest.len() - 2,
+        })
     }
 }
 
@@ -67,36 +132,15 @@ impl<'a> Iterator for TlvReader<'a> {
     type Item = Result<RawTlv<'a>, DecodeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let offset = self.pos;
-        let rest = self.buf.get(offset..)?;
-        if rest.is_empty() {
+        if let Some(tlv) = self.next_raw() {
+            return Some(Ok(tlv));
+        }
+        let error = self.error()?;
+        if self.state == ReadState::Done {
             return None;
         }
-        let Some(&[hi, lo]) = rest.get(..2) else {
-            self.pos = self.buf.len();
-            return Some(Err(DecodeError::TruncatedHeader {
-                offset,
-                remaining: rest.len(),
-            }));
-        };
-        let tlv_type = hi >> 1;
-        let length = (usize::from(hi & 1) << 8) | usize::from(lo);
-        let body = rest.get(2..).unwrap_or_default();
-        let Some(value) = body.get(..length) else {
-            self.pos = self.buf.len();
-            return Some(Err(DecodeError::TruncatedTlv {
-                kind: TlvKind::basic(tlv_type),
-                offset,
-                length,
-                remaining: body.len(),
-            }));
-        };
-        self.pos = offset + 2 + length;
-        Some(Ok(RawTlv {
-            offset,
-            tlv_type,
-            value,
-        }))
+        self.state = ReadState::Done;
+        Some(Err(error))
     }
 }
 
@@ -121,7 +165,7 @@ pub fn write_tlv(
             kind,
             field: "information string",
             length,
-            expected: Expected::Between(0, MAX_TLV_INFO_LEN),
+            expected: Expected::Between(0, MAX_TLV_INFO_LEN as u16),
         });
     }
     // Both fit: type is 7 bits (checked by callers' constants), length 9 bits (checked above).

@@ -76,16 +76,21 @@ pub(crate) enum Singleton {
 pub(crate) struct Singletons(u16);
 
 impl Singletons {
-    /// Records `s`; a second occurrence is a TLV error (the repeat is discarded).
+    /// Records `s`; a second occurrence is a TLV error (the repeat is discarded). `kind`
+    /// names the TLV in that error; it is only built when needed.
+    #[inline]
     pub(crate) fn first(
         &mut self,
         s: Singleton,
-        kind: TlvKind,
+        kind: impl FnOnce() -> TlvKind,
         offset: usize,
     ) -> Result<(), TlvError> {
         let bit = 1u16 << (s as u8);
         if self.0 & bit != 0 {
-            return Err(TlvError::Duplicate { kind, offset });
+            return Err(TlvError::Duplicate {
+                kind: kind(),
+                offset,
+            });
         }
         self.0 |= bit;
         Ok(())
@@ -145,11 +150,11 @@ mod tests {
     #[test]
     fn singletons_reject_repeats() {
         let mut s = Singletons::default();
-        s.first(Singleton::SystemName, TlvKind::SystemName, 1)
+        s.first(Singleton::SystemName, || TlvKind::SystemName, 1)
             .unwrap();
-        s.first(Singleton::Pfc, TlvKind::OrgHeader, 2).unwrap();
+        s.first(Singleton::Pfc, || TlvKind::OrgHeader, 2).unwrap();
         assert!(
-            s.first(Singleton::SystemName, TlvKind::SystemName, 3)
+            s.first(Singleton::SystemName, || TlvKind::SystemName, 3)
                 .is_err()
         );
     }
