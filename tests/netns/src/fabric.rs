@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -18,26 +17,8 @@ use crate::{Sandbox, require_tool};
 /// How long lldpd and the listeners get to see their neighbours before a test fails.
 const NEIGHBOUR_DEADLINE: Duration = Duration::from_secs(30);
 
-/// The `spinelctl` binary, built once per test process from the current sources (a test must
-/// exercise the code it sits next to, not a stale binary).
-pub fn spinelctl() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "spinelctl", "--bin", "spinelctl"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("run cargo build -p spinelctl");
-        assert!(status.success(), "building spinelctl failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-        let bin = target.join("debug/spinelctl");
-        assert!(bin.is_file(), "no spinelctl at {}", bin.display());
-        bin
-    })
-}
+/// The `spinelctl` binary, built once per test process from the current sources.
+pub use crate::cni::spinelctl_binary as spinelctl;
 
 /// One cable: system, interface, system, interface.
 #[derive(Debug, Clone)]

@@ -2,9 +2,8 @@
 //! control socket and configuration, `lldpcli` to read what it decoded, and helpers for veth
 //! links and the `spinelctl` binary.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -17,29 +16,8 @@ pub fn require_lldpd() {
     crate::require_tool("lldpcli", "lldpd");
 }
 
-/// The workspace's target directory.
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"))
-}
-
 /// The `spinelctl` binary, built once per test process from the current sources.
-pub fn spinelctl() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "spinelctl", "--bin", "spinelctl"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("run cargo build for spinelctl");
-        assert!(status.success(), "building spinelctl failed");
-        let bin = target_dir().join("debug/spinelctl");
-        assert!(bin.is_file(), "{} missing after build", bin.display());
-        bin.canonicalize().unwrap()
-    })
-}
+pub use crate::cni::spinelctl_binary as spinelctl;
 
 /// Connects `ns_a:if_a` to `ns_b:if_b` with a veth pair, both ends up, and waits until both
 /// can carry frames (the qdisc is attached by linkwatch up to a second after `up`).
