@@ -11,8 +11,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use hostnet::mac::MacAddr;
-use hostnet::netlink::{NetlinkError, RouteSocket, Socket, VfLinkMode, VfSettings, VlanProto};
+use hostnet::netlink::{NetlinkError, RouteSocket, Socket, VfSettings};
 use netlink_packet_core::NLM_F_ACK;
 use netlink_packet_route::RouteNetlinkMessage;
 
@@ -50,22 +49,6 @@ pub enum PfError {
         /// What went wrong.
         reason: String,
     },
-}
-
-/// The attributes a PF reports for a VF that never had any set.
-fn factory_default(index: u32) -> VfSettings {
-    VfSettings {
-        index,
-        mac: MacAddr([0; 6]),
-        vlan: 0,
-        qos: 0,
-        proto: VlanProto::Dot1Q,
-        spoofchk: true,
-        trust: false,
-        link_state: VfLinkMode::Auto,
-        min_tx_rate: 0,
-        max_tx_rate: 0,
-    }
 }
 
 /// The attributes in which `have` differs from `want`, by configuration name.
@@ -138,7 +121,7 @@ impl PfAccess {
                 Ok(state
                     .get(&index)
                     .copied()
-                    .unwrap_or_else(|| factory_default(index)))
+                    .unwrap_or_else(|| VfSettings::factory_default(index)))
             }
         }
     }
@@ -225,7 +208,7 @@ impl Recorder {
         let old = state
             .get(&settings.index)
             .copied()
-            .unwrap_or_else(|| factory_default(settings.index));
+            .unwrap_or_else(|| VfSettings::factory_default(settings.index));
         let ignored = fs::read_to_string(&self.ignore).unwrap_or_default();
         let ignores = |name: &str| ignored.split_whitespace().any(|w| w == name);
         let mut new = *settings;

@@ -133,6 +133,30 @@ pub struct Neighbor {
     pub unknown_tlvs: Vec<UnknownTlv>,
 }
 
+impl Neighbor {
+    /// A neighbour that advertised only the mandatory TLVs.
+    pub fn new(chassis_id: ChassisId, port_id: PortId, ttl: u16) -> Self {
+        Self {
+            chassis_id,
+            port_id,
+            ttl,
+            age_seconds: None,
+            port_description: None,
+            system_name: None,
+            system_description: None,
+            capabilities: None,
+            management_addresses: Vec::new(),
+            port_vlan_id: None,
+            vlan_names: Vec::new(),
+            link_aggregation: None,
+            mac_phy: None,
+            max_frame_size: None,
+            dcbx: Dcbx::default(),
+            unknown_tlvs: Vec::new(),
+        }
+    }
+}
+
 /// Chassis ID with its subtype.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

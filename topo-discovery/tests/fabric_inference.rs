@@ -3,40 +3,12 @@
 // Test helpers panic on unexpected input: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use topo_discovery::fabric::synthetic::Lab;
+use topo_discovery::fabric::synthetic::{Lab, TWO_RAIL_NICS};
 use topo_discovery::fabric::{Fabric, FindingKind, InferOptions, RailKey, Severity, infer, names};
 use topo_discovery::neighbor::Role;
 
-const NIC0: &str = "ens1f0np0";
-const NIC1: &str = "ens1f1np1";
-
-/// 2 spines, 4 leaves in two rail groups (leaf1+leaf2, leaf3+leaf4), 8 hosts with 2 rails:
-/// host h's NIC0 goes to the first leaf of its group, NIC1 to the second.
-fn rail_lab() -> Lab {
-    let mut lab = Lab::new();
-    for s in ["spine1", "spine2"] {
-        lab.switch(s);
-    }
-    for l in 1..=4 {
-        let leaf = format!("leaf{l}");
-        lab.switch(&leaf);
-        lab.cable(&leaf, "swp51", "spine1", &format!("swp{l}"));
-        lab.cable(&leaf, "swp52", "spine2", &format!("swp{l}"));
-    }
-    for h in 1..=8 {
-        let host = format!("h{h}");
-        lab.host(&host, &[NIC0, NIC1]);
-        let (a, b) = if h <= 4 {
-            ("leaf1", "leaf2")
-        } else {
-            ("leaf3", "leaf4")
-        };
-        let port = format!("swp{}", (h - 1) % 4 + 1);
-        lab.cable(&host, NIC0, a, &port);
-        lab.cable(&host, NIC1, b, &port);
-    }
-    lab
-}
+const NIC0: &str = TWO_RAIL_NICS[0];
+const NIC1: &str = TWO_RAIL_NICS[1];
 
 fn run(lab: &Lab) -> Fabric {
     infer(&lab.tables(), &InferOptions::default())
@@ -56,7 +28,7 @@ fn domain_of<'a>(f: &'a Fabric, host: &str) -> Vec<&'a str> {
 
 #[test]
 fn clean_rail_fabric_has_tiers_groups_and_no_findings() {
-    let f = run(&rail_lab());
+    let f = run(&Lab::two_rail_groups());
     assert!(f.findings.is_empty(), "{:#?}", f.findings);
     assert!(f.rail_optimized);
     assert_eq!(f.depth, 2);
@@ -80,7 +52,7 @@ fn clean_rail_fabric_has_tiers_groups_and_no_findings() {
 
 #[test]
 fn swapped_cables_are_reported_per_nic_with_the_port_to_fix() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     lab.uncable("h1", NIC0).uncable("h1", NIC1);
     lab.cable("h1", NIC0, "leaf2", "swp1")
         .cable("h1", NIC1, "leaf1", "swp1");
@@ -118,7 +90,7 @@ fn swapped_cables_are_reported_per_nic_with_the_port_to_fix() {
 
 #[test]
 fn two_nics_on_one_leaf_are_reported_on_the_misplaced_nic() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     lab.uncable("h2", NIC1).cable("h2", NIC1, "leaf1", "swp9");
     let f = run(&lab);
     assert_eq!(
@@ -140,7 +112,7 @@ fn two_nics_on_one_leaf_are_reported_on_the_misplaced_nic() {
 
 #[test]
 fn dropped_uplink_names_the_leaf_and_the_spine() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     lab.uncable("leaf3", "swp52")
         .free_port("leaf3", "swp52")
         .free_port("spine2", "swp3");
@@ -158,7 +130,7 @@ fn dropped_uplink_names_the_leaf_and_the_spine() {
 
 #[test]
 fn extra_parallel_uplink_is_an_asymmetric_fan_out() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     lab.cable("leaf1", "swp53", "spine1", "swp9");
     let f = run(&lab);
     assert_eq!(
@@ -176,7 +148,7 @@ fn extra_parallel_uplink_is_an_asymmetric_fan_out() {
 
 #[test]
 fn a_spine_reaching_few_leaves_is_an_asymmetric_fan_out() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     lab.switch("spine3")
         .cable("leaf1", "swp53", "spine3", "swp1");
     let f = run(&lab);
@@ -191,7 +163,7 @@ fn a_spine_reaching_few_leaves_is_an_asymmetric_fan_out() {
 
 #[test]
 fn half_the_leaves_without_a_spine_are_missing_uplinks() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     lab.uncable("leaf3", "swp52").uncable("leaf4", "swp52");
     let f = run(&lab);
     let missing: Vec<&str> = f
@@ -206,7 +178,7 @@ fn half_the_leaves_without_a_spine_are_missing_uplinks() {
 
 #[test]
 fn missing_rail_absent_nic_and_dark_nic() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     lab.uncable("h3", NIC1); // listed, no neighbour
     lab.table_mut("h6")
         .unwrap()
@@ -231,7 +203,7 @@ fn missing_rail_absent_nic_and_dark_nic() {
 
 #[test]
 fn a_nic_on_a_server_is_not_a_switch() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     lab.uncable("h7", NIC1)
         .sees_device("h7", NIC1, "storage01", "eth0");
     let f = run(&lab);
@@ -262,7 +234,7 @@ fn a_nic_on_a_server_is_not_a_switch() {
 
 #[test]
 fn a_nic_in_another_group_is_reported_and_groups_hold() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     lab.uncable("h1", NIC1).cable("h1", NIC1, "leaf4", "swp9");
     let f = run(&lab);
     assert_eq!(
@@ -412,7 +384,7 @@ fn long_names_fall_back_to_hashed_ids_that_stay_valid() {
 
 #[test]
 fn an_observer_without_chassis_id_is_matched_by_system_name() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     // leaf1's own table lost its chassis ID (another tool wrote it): hosts and spines still
     // see leaf1 by chassis; the table must join the same switch by name.
     let t = lab.table_mut("leaf1").unwrap();
@@ -488,7 +460,7 @@ fn rails_by_nic_order_tolerate_different_nic_names() {
 
 #[test]
 fn explicit_host_role_with_chassis_does_not_invent_a_switch() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     let t = lab.table_mut("h1").unwrap();
     t.observer.chassis_id = Some(Lab::chassis_of("h1"));
     assert_eq!(t.observer.role, Some(Role::Host));
@@ -540,7 +512,7 @@ fn a_synthetic_three_tier_fabric_has_the_expected_shape() {
 
 #[test]
 fn finding_names_in_text_match_the_json() {
-    let mut lab = rail_lab();
+    let mut lab = Lab::two_rail_groups();
     lab.uncable("h1", NIC0).uncable("h1", NIC1);
     lab.cable("h1", NIC0, "leaf2", "swp1")
         .cable("h1", NIC1, "leaf1", "swp1");

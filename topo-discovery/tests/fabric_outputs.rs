@@ -9,43 +9,19 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use proptest::prelude::*;
 use topo_discovery::fabric::labels::{KeyMode, LabelOptions};
-use topo_discovery::fabric::synthetic::{Lab, SyntheticSpec};
+use topo_discovery::fabric::synthetic::{Lab, SyntheticSpec, TWO_RAIL_NICS};
 use topo_discovery::fabric::{
     Fabric, FabricBuilder, InferOptions, dot, infer, json, kueue, labels, names, slurm, volcano,
 };
 use topo_discovery::neighbor::NeighborTable;
 
-const NIC0: &str = "ens1f0np0";
-const NIC1: &str = "ens1f1np1";
-
-fn rail_lab() -> Lab {
-    let mut lab = Lab::new();
-    lab.switch("spine1").switch("spine2");
-    for l in 1..=4 {
-        let leaf = format!("leaf{l}");
-        lab.switch(&leaf);
-        lab.cable(&leaf, "swp51", "spine1", &format!("swp{l}"));
-        lab.cable(&leaf, "swp52", "spine2", &format!("swp{l}"));
-    }
-    for h in 1..=8 {
-        let host = format!("h{h}");
-        lab.host(&host, &[NIC0, NIC1]);
-        let (a, b) = if h <= 4 {
-            ("leaf1", "leaf2")
-        } else {
-            ("leaf3", "leaf4")
-        };
-        let port = format!("swp{}", (h - 1) % 4 + 1);
-        lab.cable(&host, NIC0, a, &port)
-            .cable(&host, NIC1, b, &port);
-    }
-    lab
-}
+const NIC0: &str = TWO_RAIL_NICS[0];
+const NIC1: &str = TWO_RAIL_NICS[1];
 
 /// A few fabrics with different shapes and faults.
 fn fabrics() -> Vec<(&'static str, Fabric)> {
-    let clean = rail_lab();
-    let mut miswired = rail_lab();
+    let clean = Lab::two_rail_groups();
+    let mut miswired = Lab::two_rail_groups();
     miswired
         .uncable("h1", NIC0)
         .uncable("h1", NIC1)
@@ -54,9 +30,9 @@ fn fabrics() -> Vec<(&'static str, Fabric)> {
         .uncable("h6", NIC1)
         .cable("h6", NIC1, "leaf2", "swp9")
         .uncable("leaf4", "swp51");
-    let mut partial = rail_lab();
+    let mut partial = Lab::two_rail_groups();
     partial.uncable("leaf4", "swp51").uncable("leaf4", "swp52"); // a group half cut off
-    let mut cut = rail_lab();
+    let mut cut = Lab::two_rail_groups();
     for leaf in ["leaf3", "leaf4"] {
         cut.uncable(leaf, "swp51").uncable(leaf, "swp52"); // a whole group cut off
     }
@@ -389,7 +365,7 @@ proptest! {
 
     #[test]
     fn input_order_never_changes_the_result(seed in proptest::collection::vec(0usize..1000, 2..40)) {
-        let mut lab = rail_lab();
+        let mut lab = Lab::two_rail_groups();
         lab.uncable("h1", NIC0).uncable("h1", NIC1).cable("h1", NIC0, "leaf2", "swp1").cable("h1", NIC1, "leaf1", "swp1");
         lab.uncable("leaf3", "swp52");
         let tables = lab.tables();

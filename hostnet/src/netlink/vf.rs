@@ -69,6 +69,23 @@ pub struct VfSettings {
 }
 
 impl VfSettings {
+    /// What a PF reports for VF `index` that never had anything set: no MAC, no VLAN, spoof
+    /// checking on, untrusted, link state auto, no rate limits.
+    pub fn factory_default(index: u32) -> Self {
+        Self {
+            index,
+            mac: MacAddr([0; 6]),
+            vlan: 0,
+            qos: 0,
+            proto: VlanProto::Dot1Q,
+            spoofchk: true,
+            trust: false,
+            link_state: VfLinkMode::Auto,
+            min_tx_rate: 0,
+            max_tx_rate: 0,
+        }
+    }
+
     /// The `RTM_NEWLINK` request iproute2 sends for the same settings on PF `pf_index`.
     pub fn message(&self, pf_index: u32) -> RouteNetlinkMessage {
         let i = self.index;
@@ -276,16 +293,8 @@ mod tests {
         assert_same_as_iproute2(
             "vf 7 mac 02:00:00:00:00:01 vlan 0 qos 0 proto 802.1Q spoofchk on trust off state auto min_tx_rate 0 max_tx_rate 0",
             VfSettings {
-                index: 7,
                 mac: "02:00:00:00:00:01".parse().unwrap(),
-                vlan: 0,
-                qos: 0,
-                proto: VlanProto::Dot1Q,
-                spoofchk: true,
-                trust: false,
-                link_state: VfLinkMode::Auto,
-                min_tx_rate: 0,
-                max_tx_rate: 0,
+                ..VfSettings::factory_default(7)
             },
         );
     }

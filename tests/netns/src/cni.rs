@@ -247,3 +247,11 @@ pub fn with_prev_result(conf: &Value, result: &Value) -> Value {
     c["prevResult"] = result.clone();
     c
 }
+
+/// The first address of a CNI result, without its prefix length.
+pub fn first_ip(result: &Value) -> String {
+    let cidr = result["ips"][0]["address"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no address in {result}"));
+    cidr.split('/').next().unwrap_or(cidr).to_owned()
+}

@@ -348,6 +348,32 @@ impl SimNode {
             .collect()
     }
 
+    /// Plants a stale entry for `ip` with `mac` in the leaf's neighbour table on `swp1`, as a
+    /// deleted pod leaves behind.
+    pub fn plant_stale_leaf_neighbour(&self, ip: &str, mac: &str) {
+        self.sb.run_in(
+            "leaf",
+            "ip",
+            &[
+                "neigh", "replace", ip, "lladdr", mac, "dev", "swp1", "nud", "stale",
+            ],
+        );
+    }
+
+    /// The MAC the leaf holds for `ip` on `swp1`, if any.
+    pub fn leaf_neighbour_mac(&self, ip: &str) -> Option<String> {
+        let out = self
+            .sb
+            .run_in("leaf", "ip", &["-j", "neigh", "show", ip, "dev", "swp1"]);
+        let entries: Value = serde_json::from_str(&out).ok()?;
+        entries
+            .as_array()?
+            .first()?
+            .get("lladdr")?
+            .as_str()
+            .map(str::to_owned)
+    }
+
     /// Writes a device-info file as Multus does and returns its path.
     pub fn device_info_file(&self, name: &str, vf: &SimVf) -> PathBuf {
         let path = self.devinfo_dir.join("cni").join(name);

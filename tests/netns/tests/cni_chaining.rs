@@ -3,7 +3,9 @@
 
 use serde_json::{Value, json};
 use spinel_netns_tests::SimNode;
-use spinel_netns_tests::cni::{CniCall, require_debian_plugin, run_chain, with_prev_result};
+use spinel_netns_tests::cni::{
+    CniCall, first_ip, require_debian_plugin, run_chain, with_prev_result,
+};
 
 #[test]
 fn conflist_with_tuning_and_sbr_chained_after_spinel() {
@@ -37,13 +39,7 @@ fn conflist_with_tuning_and_sbr_chained_after_spinel() {
         result["interfaces"][0]["name"], "net1",
         "sbr passes spinel's interface on: {result}"
     );
-    let ip = result["ips"][0]["address"]
-        .as_str()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let ip = first_ip(&result);
     assert_eq!(
         node.sb
             .run_in("p", "sysctl", &["-n", "net.ipv4.conf.net1.arp_ignore"])

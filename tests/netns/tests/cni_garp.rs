@@ -12,20 +12,6 @@ use serde_json::{Value, json};
 use spinel_netns_tests::SimNode;
 use spinel_netns_tests::cni::CniCall;
 
-/// The MAC the leaf holds for `ip`, if any.
-fn leaf_mac(node: &SimNode, ip: &str) -> Option<String> {
-    let out = node
-        .sb
-        .run_in("leaf", "ip", &["-j", "neigh", "show", ip, "dev", "swp1"]);
-    let entries: Value = serde_json::from_str(&out).ok()?;
-    entries
-        .as_array()?
-        .first()?
-        .get("lladdr")?
-        .as_str()
-        .map(str::to_owned)
-}
-
 fn static_conf(node: &SimNode, addresses: Value, garp: Value) -> Value {
     let mut conf = node.conf("1.1.0", Some(&node.vfs[0]));
     conf["ipam"] = json!({"type": "static", "addresses": addresses});
@@ -43,21 +29,7 @@ fn a_reused_ip_is_corrected_at_the_leaf_right_after_add() {
     let netns = node.pod("p");
 
     // Control: without announcements, the stale entry survives.
-    node.sb.run_in(
-        "leaf",
-        "ip",
-        &[
-            "neigh",
-            "replace",
-            "10.56.0.50",
-            "lladdr",
-            OLD_MAC,
-            "dev",
-            "swp1",
-            "nud",
-            "stale",
-        ],
-    );
+    node.plant_stale_leaf_neighbour("10.56.0.50", OLD_MAC);
     let call = CniCall::new("ADD", "quiet", Some(&netns), "net1");
     let conf = static_conf(
         &node,
@@ -68,7 +40,7 @@ fn a_reused_ip_is_corrected_at_the_leaf_right_after_add() {
         .expect_ok("ADD without announcements");
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(
-        leaf_mac(&node, "10.56.0.50").as_deref(),
+        node.leaf_neighbour_mac("10.56.0.50").as_deref(),
         Some(OLD_MAC),
         "nothing corrects it by itself"
     );
@@ -76,28 +48,14 @@ fn a_reused_ip_is_corrected_at_the_leaf_right_after_add() {
         .expect_ok("DEL");
 
     // With announcements (the default), the leaf has the new MAC when ADD returns or just after.
-    node.sb.run_in(
-        "leaf",
-        "ip",
-        &[
-            "neigh",
-            "replace",
-            "10.56.0.50",
-            "lladdr",
-            OLD_MAC,
-            "dev",
-            "swp1",
-            "nud",
-            "stale",
-        ],
-    );
+    node.plant_stale_leaf_neighbour("10.56.0.50", OLD_MAC);
     let call = CniCall::new("ADD", "loud", Some(&netns), "net1");
     let conf = static_conf(&node, json!([{"address": "10.56.0.50/24"}]), json!({}));
     node.spinel(&call, &conf).expect_ok("ADD");
     let returned = Instant::now();
     let mut corrected = None;
     while returned.elapsed() < Duration::from_secs(5) {
-        if leaf_mac(&node, "10.56.0.50").as_deref() == Some(new_mac.as_str()) {
+        if node.leaf_neighbour_mac("10.56.0.50").as_deref() == Some(new_mac.as_str()) {
             corrected = Some(returned.elapsed());
             break;
         }
@@ -179,21 +137,7 @@ fn ipv6_neighbours_are_updated_by_unsolicited_na() {
         "ip",
         &["addr", "add", "fd00:56::1/64", "dev", "swp1", "nodad"],
     );
-    node.sb.run_in(
-        "leaf",
-        "ip",
-        &[
-            "neigh",
-            "replace",
-            "fd00:56::50",
-            "lladdr",
-            OLD_MAC,
-            "dev",
-            "swp1",
-            "nud",
-            "stale",
-        ],
-    );
+    node.plant_stale_leaf_neighbour("fd00:56::50", OLD_MAC);
     let netns = node.pod("p");
     let call = CniCall::new("ADD", "six", Some(&netns), "net1");
     let conf = static_conf(
@@ -203,7 +147,7 @@ fn ipv6_neighbours_are_updated_by_unsolicited_na() {
     );
     node.spinel(&call, &conf).expect_ok("ADD");
     let start = Instant::now();
-    while leaf_mac(&node, "fd00:56::50").as_deref() != Some(node.vfs[0].mac.as_str()) {
+    while node.leaf_neighbour_mac("fd00:56::50").as_deref() != Some(node.vfs[0].mac.as_str()) {
         assert!(
             start.elapsed() < Duration::from_secs(5),
             "the IPv6 entry was never corrected"

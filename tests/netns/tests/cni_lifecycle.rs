@@ -2,7 +2,7 @@
 //! Debian's host-local as IPAM.
 
 use spinel_netns_tests::SimNode;
-use spinel_netns_tests::cni::{CniCall, with_prev_result};
+use spinel_netns_tests::cni::{CniCall, first_ip, with_prev_result};
 
 #[test]
 fn two_pods_ping_each_other_and_every_vf_comes_home() {
@@ -35,13 +35,7 @@ fn two_pods_ping_each_other_and_every_vf_comes_home() {
         }
         assert_eq!(iface["sandbox"], netns.to_str().unwrap());
         assert_eq!(result["ips"][0]["interface"], 0);
-        let ip = result["ips"][0]["address"]
-            .as_str()
-            .unwrap()
-            .split('/')
-            .next()
-            .unwrap()
-            .to_owned();
+        let ip = first_ip(&result);
         // What the kernel shows in the pod matches the result.
         let shown = node
             .sb

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use spinel_netns_tests::SimNode;
-use spinel_netns_tests::cni::{CniCall, with_prev_result};
+use spinel_netns_tests::cni::{CniCall, first_ip, with_prev_result};
 
 fn conf(node: &SimNode) -> serde_json::Value {
     let mut c = node.conf("1.1.0", None);
@@ -45,13 +45,7 @@ fn macvlan_pods_ping_and_leave_nothing_behind() {
         ));
     }
     assert_eq!(node.links("node"), before, "nothing is created in the host");
-    let ip1 = pods[1].3["ips"][0]["address"]
-        .as_str()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let ip1 = first_ip(&pods[1].3);
     node.sb.run_in("m0", "ping", &["-c", "1", "-W", "2", &ip1]);
     node.sb
         .run_in("m0", "ping", &["-c", "1", "-W", "2", "10.56.0.1"]);

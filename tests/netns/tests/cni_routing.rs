@@ -5,7 +5,7 @@
 
 use serde_json::json;
 use spinel_netns_tests::SimNode;
-use spinel_netns_tests::cni::{CniCall, with_prev_result};
+use spinel_netns_tests::cni::{CniCall, first_ip, with_prev_result};
 
 /// Adds rail 1 to a simulated node: PF `pf1` (0000:3c:00.0) with one VF, uplinked to `leaf1`
 /// (gateway 10.57.0.1), and a far host 10.67.0.1 reachable only through leaf1.
@@ -83,16 +83,7 @@ fn each_rail_leaves_through_its_own_nic() {
         let result = node.spinel(&call, &conf).expect_ok("ADD").clone();
         done.push((call, with_prev_result(&conf, &result), result));
     }
-    let ip_of = |i: usize| {
-        done[i].2["ips"][0]["address"]
-            .as_str()
-            .unwrap()
-            .split('/')
-            .next()
-            .unwrap()
-            .to_owned()
-    };
-    let (ip1, ip2) = (ip_of(0), ip_of(1));
+    let (ip1, ip2) = (first_ip(&done[0].2), first_ip(&done[1].2));
 
     for ifname in ["net1", "net2"] {
         for (key, want) in [
@@ -191,13 +182,7 @@ fn routing_and_sysctls_are_configurable() {
     conf["routing"] = json!({"table": 4000, "rulePriority": 32000, "defaultRoute": false});
     conf["sysctls"] = json!({"arpIgnore": 2, "rpFilter": 0});
     let result = node.spinel(&call, &conf).expect_ok("ADD").clone();
-    let ip = result["ips"][0]["address"]
-        .as_str()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let ip = first_ip(&result);
     let rules = node.sb.run_in("p", "ip", &["rule"]);
     assert!(
         rules.contains(&format!("32000:\tfrom {ip} lookup 4000")),

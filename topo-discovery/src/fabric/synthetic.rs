@@ -6,7 +6,7 @@
 //! [`super::FabricBuilder`] without holding every table.
 
 use crate::neighbor::{
-    Capabilities, Capability, ChassisId, ChassisIdSubtype, Dcbx, Neighbor, NeighborTable, Observer,
+    Capabilities, Capability, ChassisId, ChassisIdSubtype, Neighbor, NeighborTable, Observer,
     PortId, PortIdSubtype, PortNeighbors, Role, SCHEMA,
 };
 
@@ -243,29 +243,17 @@ fn super_chassis(spec: &SyntheticSpec, x: usize) -> ChassisId {
 }
 
 fn neighbor(chassis_id: ChassisId, name: &str, port: &str) -> Neighbor {
+    let port_id = PortId {
+        subtype: PortIdSubtype::InterfaceName,
+        value: port.to_owned(),
+    };
     Neighbor {
-        chassis_id,
-        port_id: PortId {
-            subtype: PortIdSubtype::InterfaceName,
-            value: port.to_owned(),
-        },
-        ttl: 120,
-        age_seconds: None,
-        port_description: None,
         system_name: Some(name.to_owned()),
-        system_description: None,
         capabilities: Some(Capabilities {
             supported: vec![Capability::Bridge, Capability::Router],
             enabled: vec![Capability::Bridge, Capability::Router],
         }),
-        management_addresses: Vec::new(),
-        port_vlan_id: None,
-        vlan_names: Vec::new(),
-        link_aggregation: None,
-        mac_phy: None,
-        max_frame_size: None,
-        dcbx: Dcbx::default(),
-        unknown_tlvs: Vec::new(),
+        ..Neighbor::new(chassis_id, port_id, 120)
     }
 }
 
@@ -286,6 +274,9 @@ fn table(
     }
 }
 
+/// The two NICs of every host in [`Lab::two_rail_groups`], rail 0 first.
+pub const TWO_RAIL_NICS: [&str; 2] = ["ens1f0np0", "ens1f1np1"];
+
 /// Hand-cabled fabrics for tests: name switches and hosts, plug cables, read the tables.
 ///
 /// Switches get a MAC chassis ID derived from their name and see each other (they transmit
@@ -299,6 +290,34 @@ impl Lab {
     /// An empty lab.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The small rail-optimised fabric the tests start from: 2 spines, 4 leaves in two rail
+    /// groups (leaf1+leaf2, leaf3+leaf4) each cabled to both spines on `swp51`/`swp52`, and 8
+    /// hosts `h1`..`h8` whose [`TWO_RAIL_NICS`] go to the first and second leaf of their group.
+    pub fn two_rail_groups() -> Self {
+        let [nic0, nic1] = TWO_RAIL_NICS;
+        let mut lab = Self::new();
+        lab.switch("spine1").switch("spine2");
+        for l in 1..=4 {
+            let leaf = format!("leaf{l}");
+            lab.switch(&leaf)
+                .cable(&leaf, "swp51", "spine1", &format!("swp{l}"))
+                .cable(&leaf, "swp52", "spine2", &format!("swp{l}"));
+        }
+        for h in 1..=8 {
+            let host = format!("h{h}");
+            let (a, b) = if h <= 4 {
+                ("leaf1", "leaf2")
+            } else {
+                ("leaf3", "leaf4")
+            };
+            let port = format!("swp{}", (h - 1) % 4 + 1);
+            lab.host(&host, &TWO_RAIL_NICS)
+                .cable(&host, nic0, a, &port)
+                .cable(&host, nic1, b, &port);
+        }
+        lab
     }
 
     /// Adds a switch named `name`.

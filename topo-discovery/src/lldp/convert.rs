@@ -223,30 +223,17 @@ pub fn pfc_priorities(bitmap: u8) -> Vec<u8> {
 impl From<&Lldpdu<'_>> for Neighbor {
     /// The neighbour an LLDPDU describes (age unknown: the receive table fills it in).
     fn from(pdu: &Lldpdu<'_>) -> Self {
-        let mut n = Neighbor {
-            chassis_id: ChassisId {
+        let mut n = Neighbor::new(
+            ChassisId {
                 subtype: pdu.chassis_id.subtype,
                 value: render_chassis_id(pdu.chassis_id.subtype, &pdu.chassis_id.id),
             },
-            port_id: PortId {
+            PortId {
                 subtype: pdu.port_id.subtype,
                 value: render_port_id(pdu.port_id.subtype, &pdu.port_id.id),
             },
-            ttl: pdu.ttl,
-            age_seconds: None,
-            port_description: None,
-            system_name: None,
-            system_description: None,
-            capabilities: None,
-            management_addresses: Vec::new(),
-            port_vlan_id: None,
-            vlan_names: Vec::new(),
-            link_aggregation: None,
-            mac_phy: None,
-            max_frame_size: None,
-            dcbx: neighbor::Dcbx::default(),
-            unknown_tlvs: Vec::new(),
-        };
+            pdu.ttl,
+        );
         let mut legacy_aggregation = None;
         for tlv in &pdu.tlvs {
             match tlv {

@@ -16,7 +16,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use spinel_netns_tests::SimNode;
-use spinel_netns_tests::cni::{CniCall, with_prev_result};
+use spinel_netns_tests::cni::{CniCall, first_ip, with_prev_result};
 
 fn sh(cmd: &str) -> String {
     let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
@@ -52,16 +52,6 @@ fn mapped(ip: &str) -> String {
     )
 }
 
-fn ip_of(result: &Value) -> String {
-    result["ips"][0]["address"]
-        .as_str()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned()
-}
-
 /// The fake sysfs describes the PCI side; the RDMA devices are the kernel's real ones.
 fn link_real_rdma(node: &SimNode) {
     let class = node.sysfs.root().join("class");
@@ -74,7 +64,7 @@ fn assert_gid(result: &Value, dev: &str, ifname: &str) -> u64 {
     assert_eq!(roce["rdmaDevice"], dev, "{result}");
     let index = roce["gidIndex"].as_u64().unwrap();
     let (gid, kind, ndev) = entry(dev, index);
-    assert_eq!(gid, mapped(&ip_of(result)), "GID at index {index}");
+    assert_eq!(gid, mapped(&first_ip(result)), "GID at index {index}");
     assert_eq!(kind, "RoCE v2");
     assert_eq!(ndev, ifname);
     index

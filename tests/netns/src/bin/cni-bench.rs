@@ -127,20 +127,6 @@ fn config(node: &SimNode, plugin: Plugin, vf: usize, ipam: bool, core: bool) -> 
     conf
 }
 
-/// The MAC the leaf holds for `ip` on its port, if any.
-fn leaf_mac(node: &SimNode, ip: &str) -> Option<String> {
-    let out = node
-        .sb
-        .run_in("leaf", "ip", &["-j", "neigh", "show", ip, "dev", "swp1"]);
-    let entries: Value = serde_json::from_str(&out).ok()?;
-    entries
-        .as_array()?
-        .first()?
-        .get("lladdr")?
-        .as_str()
-        .map(str::to_owned)
-}
-
 /// Time from ADD's return until the leaf's stale entry for the reused address is corrected.
 fn garp_time_to_correct(cycles: usize) -> ExitCode {
     let node = SimNode::new("cni-bench-garp", 1);
@@ -149,25 +135,11 @@ fn garp_time_to_correct(cycles: usize) -> ExitCode {
     conf["ipam"] = json!({"type": "static", "addresses": [{"address": "10.56.0.50/24"}]});
     let mut times = Vec::new();
     for i in 0..cycles {
-        node.sb.run_in(
-            "leaf",
-            "ip",
-            &[
-                "neigh",
-                "replace",
-                "10.56.0.50",
-                "lladdr",
-                "0a:58:de:ad:be:ef",
-                "dev",
-                "swp1",
-                "nud",
-                "stale",
-            ],
-        );
+        node.plant_stale_leaf_neighbour("10.56.0.50", "0a:58:de:ad:be:ef");
         let call = CniCall::new("ADD", &format!("g{i}"), Some(&netns), "net1");
         timed_call(&node, Plugin::Spinel, &call, &conf);
         let returned = Instant::now();
-        while leaf_mac(&node, "10.56.0.50").as_deref() != Some(node.vfs[0].mac.as_str()) {
+        while node.leaf_neighbour_mac("10.56.0.50").as_deref() != Some(node.vfs[0].mac.as_str()) {
             if returned.elapsed() > Duration::from_secs(5) {
                 eprintln!("cycle {i}: never corrected");
                 return ExitCode::FAILURE;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 use spinel_netns_tests::SimNode;
-use spinel_netns_tests::cni::{CniCall, with_prev_result};
+use spinel_netns_tests::cni::{CniCall, first_ip, with_prev_result};
 
 fn step(text: &str) {
     println!("\n== {text}");
@@ -51,20 +51,19 @@ fn main() -> ExitCode {
         pods.push((pod.to_owned(), call, with_prev_result(&conf, &out.json)));
     }
 
-    let ip_of = |conf: &Value| {
-        conf["prevResult"]["ips"][0]["address"]
-            .as_str()
-            .unwrap_or_default()
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned()
-    };
     step(&format!("{} pings {} over the VFs", pods[0].0, pods[1].0));
     let ping = node.sb.output_in(
         &pods[0].0,
         "ping",
-        &["-c", "3", "-i", "0.2", "-W", "2", &ip_of(&pods[1].2)],
+        &[
+            "-c",
+            "3",
+            "-i",
+            "0.2",
+            "-W",
+            "2",
+            &first_ip(&pods[1].2["prevResult"]),
+        ],
     );
     print!("{}", String::from_utf8_lossy(&ping.stdout));
     if !ping.status.success() {
