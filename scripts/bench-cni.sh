@@ -5,8 +5,10 @@
 # Usage (as root): ./scripts/bench-cni.sh [cycles]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "bench-cni.sh: run as root (it creates network namespaces)" >&2; exit 1; }
 cycles=${1:-200}
 ./scripts/install-deps.sh demo
+export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --locked --quiet -p spinel-cni -p spinel-netns-tests --bin spinel --bin cni-bench
 export SPINEL_BIN="$PWD/target/release/spinel"
 bench=./target/release/cni-bench

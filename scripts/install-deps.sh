@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Spinel's demo ("demo") or test suite ("test") needs, skipping
-# what is already there, so the README's quick start works on a fresh Debian 12 machine.
+# Installs what Spinel's demo ("demo") or test suite ("test") needs, skipping what is already
+# there, so the README's quick start works on a fresh Debian 12 machine: Debian packages, and
+# Rust (rustup into ~/.cargo) when no rustc of the workspace's minimum version is found.
+# Callers put ~/.cargo/bin on their PATH themselves (a child cannot change its parent's).
 set -euo pipefail
-want=(iproute2 iputils-ping containernetworking-plugins)
+want=(iproute2 iputils-ping containernetworking-plugins curl ca-certificates gcc libc6-dev)
 if [ "${1:-demo}" = test ]; then
-  want+=(lldpd tcpdump arping strace hyperfine qemu-system-x86 linux-image-amd64 busybox-static
-         cpio rdma-core graphviz)
+  want+=(procps lldpd strace qemu-system-x86 linux-image-amd64 busybox-static graphviz)
 fi
 missing=()
 for p in "${want[@]}"; do
@@ -18,7 +19,31 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # lldpd's package starts a daemon on every interface; tests run their own instances.
 if systemctl is-active --quiet lldpd 2>/dev/null; then systemctl stop lldpd; systemctl disable --quiet lldpd || true; fi
-if ! command -v cargo >/dev/null; then
-  [ -x "$HOME/.cargo/bin/cargo" ] || { echo "install-deps: installing Rust with rustup"; \
-    curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c rustfmt,clippy; }
+
+# Rust: the workspace's rust-version or newer, with rustfmt and clippy. Debian 12's own cargo
+# (1.63) is too old for edition 2024, so a rustc on PATH is checked, not just found.
+min_rust=1.89.0
+export PATH="$HOME/.cargo/bin:$PATH"
+rust_ok() {
+  local v
+  v=$(rustc --version 2>/dev/null | awk '{print $2}') || return 1
+  [ -n "$v" ] && [ "$(printf '%s\n%s\n' "$min_rust" "$v" | sort -V | head -1)" = "$min_rust" ]
+}
+if ! rust_ok; then
+  if command -v rustup >/dev/null; then
+    echo "install-deps: updating Rust to stable with rustup"
+    rustup toolchain install stable --profile minimal -c rustfmt,clippy
+    rustup default stable
+  else
+    echo "install-deps: installing Rust with rustup"
+    # rustup-init decides what it is from its file name, so it keeps that name.
+    dir=$(mktemp -d)
+    curl -sSfL -o "$dir/rustup-init" https://static.rust-lang.org/rustup/dist/x86_64-unknown-linux-gnu/rustup-init
+    chmod +x "$dir/rustup-init"
+    "$dir/rustup-init" -y --no-modify-path --profile minimal -c rustfmt,clippy
+    rm -rf "$dir"
+  fi
+fi
+if [ "${1:-demo}" = test ] && ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>&1; then
+  rustup component add rustfmt clippy
 fi

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 [ "$(id -u)" = 0 ] || { echo "test.sh: run as root (the netns and kernel tiers need it)" >&2; exit 1; }
 ./scripts/install-deps.sh test
+export PATH="$HOME/.cargo/bin:$PATH"
 
 export CARGO_TERM_COLOR=never
 echo "== rustfmt"
