@@ -2,17 +2,36 @@
 //! nothing may leak (VF home under its name, MAC and MTU; no journal entry; no address held).
 //!
 //! The steps are the binary's own system calls: strace's fault injection delivers SIGKILL on
-//! entry to the N-th call of one kind (each netlink request, journal rename, fsync, unlink,
-//! and the IPAM spawn), so the plugin under test is the unmodified release binary.
+//! entry to the N-th call of one kind (each netlink request, journal rename, fsync, unlink, the
+//! IPAM plugin's fork and, in ADD only, the announcement helper's spawn), so the plugin under
+//! test is the unmodified release binary.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Value, json};
 use spinel_netns_tests::cni::{self, CniCall, CniOutput};
 use spinel_netns_tests::{SimNode, require_tool};
 
-/// Kinds of system call each step of the plugin goes through.
-const STEPS: [&str; 5] = ["sendto", "rename", "fsync", "unlink", "clone3"];
+/// Kinds of system call each step of the plugin goes through. The IPAM plugin is spawned
+/// through `pre_exec`, so std forks with plain `clone`; the announcement helper goes through
+/// posix_spawn, which uses `clone3`. (strace without `-f` injects into spinel alone.)
+const STEPS: [&str; 6] = ["sendto", "rename", "fsync", "unlink", "clone", "clone3"];
+
+/// The kinds DEL goes through: it spawns IPAM but no announcement helper.
+const DEL_STEPS: [&str; 5] = ["sendto", "rename", "fsync", "unlink", "clone"];
+
+/// Asserts that every kind in `expected` was killed at least once, so a step that stops
+/// happening (or a kind that stops matching) cannot hide behind the total.
+#[track_caller]
+fn assert_every_kind_hit(what: &str, kills: &BTreeMap<&str, usize>, expected: &[&str]) {
+    for kind in expected {
+        assert!(
+            kills.get(kind).copied().unwrap_or(0) > 0,
+            "{what}: no kill point at {kind}; kills per kind: {kills:?}"
+        );
+    }
+}
 
 fn killed_at(node: &SimNode, call: &CniCall, conf: &Value, syscall: &str, n: usize) -> CniOutput {
     let mut cmd = node.command(Path::new("/usr/bin/strace"));
@@ -82,6 +101,7 @@ fn kill_at_every_step_of_add_then_recover() {
         .expect_ok("warm-up DEL");
 
     let mut kills = 0;
+    let mut per_kind = BTreeMap::new();
     for syscall in STEPS {
         for n in 1.. {
             let out = killed_at(&node, &call, &conf, syscall, n);
@@ -94,6 +114,7 @@ fn kill_at_every_step_of_add_then_recover() {
                 break;
             }
             kills += 1;
+            *per_kind.entry(syscall).or_insert(0) += 1;
             recover(&node, &call, &conf, kills);
             node.assert_all_home();
         }
@@ -102,6 +123,7 @@ fn kill_at_every_step_of_add_then_recover() {
         kills >= 20,
         "expected at least 20 kill points in ADD, found {kills}"
     );
+    assert_every_kind_hit("ADD", &per_kind, &STEPS);
 }
 
 #[test]
@@ -114,6 +136,7 @@ fn kill_at_every_step_of_del_then_recover() {
     conf["mtu"] = json!(4000);
     let del = call.with_command("DEL");
     let mut kills = 0;
+    let mut per_kind = BTreeMap::new();
     for syscall in STEPS {
         for n in 1.. {
             node.spinel(&call, &conf).expect_ok("ADD");
@@ -124,6 +147,7 @@ fn kill_at_every_step_of_del_then_recover() {
                 break;
             }
             kills += 1;
+            *per_kind.entry(syscall).or_insert(0) += 1;
             // Recovery by a retried DEL, or by GC (a new ADD would be refused: the pod lives).
             if kills % 2 == 0 {
                 node.spinel(&del, &conf).expect_ok("retried DEL");
@@ -137,4 +161,5 @@ fn kill_at_every_step_of_del_then_recover() {
         kills >= 8,
         "expected at least 8 kill points in DEL, found {kills}"
     );
+    assert_every_kind_hit("DEL", &per_kind, &DEL_STEPS);
 }
