@@ -194,7 +194,7 @@ fn status_reports_readiness_and_its_reasons() {
 
     // A read-only state directory: ADD could not record what it changes.
     std::fs::create_dir_all(&node.state_dir).unwrap();
-    let out = node.sb.run_in(
+    node.sb.run_in(
         "node",
         "mount",
         &[
@@ -205,16 +205,16 @@ fn status_reports_readiness_and_its_reasons() {
             node.state_dir.to_str().unwrap(),
         ],
     );
-    let _ = out;
-    let msg = node
-        .spinel(&status, &conf)
+    let read_only = node.spinel(&status, &conf);
+    // The mount is in the host's mount namespace: undo it before any assertion can panic.
+    nix::mount::umount(&node.state_dir).unwrap();
+    let msg = read_only
         .expect_code(50, "STATUS with a read-only state dir")
         .to_owned();
     assert!(
         msg.contains("not writable") || msg.contains("not ready"),
         "{msg}"
     );
-    nix::mount::umount(&node.state_dir).unwrap();
     node.spinel(&status, &conf)
         .expect_ok("STATUS after recovery");
 }
