@@ -260,12 +260,13 @@ impl SimNode {
         ips
     }
 
-    /// Journal records and VF claims left in the state directory.
+    /// Journal records and VF claims in the state directory, sorted.
     pub fn journal_entries(&self) -> Vec<String> {
         let mut out = Vec::new();
         for sub in ["attachments", "vfs"] {
             walk(&self.state_dir.join(sub), &mut out);
         }
+        out.sort();
         out
     }
 

@@ -53,9 +53,27 @@ fn two_pods_ping_each_other_and_every_vf_comes_home() {
         pods.push((name, call, with_prev_result(&conf, &result), ip));
     }
 
+    // The journal holds exactly one record and one VF claim per attachment, where
+    // cni/src/journal.rs puts them (so the emptiness checks below look in the right place).
+    let state = node.state_dir.display();
+    let mut expected: Vec<String> = (0..2)
+        .flat_map(|i| {
+            [
+                format!("{state}/attachments/cid{i}/net1.json"),
+                format!("{state}/vfs/{}.json", node.vfs[i].pci),
+            ]
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(node.journal_entries(), expected, "journal after both ADDs");
+
     let (a, _, _, ip_a) = &pods[0];
     let (b, _, _, ip_b) = &pods[1];
     assert_ne!(ip_a, ip_b);
+    // Likewise host-local's store holds both addresses where leased_ips() looks.
+    let mut leased = vec![ip_a.clone(), ip_b.clone()];
+    leased.sort();
+    assert_eq!(node.leased_ips(), leased, "IPAM after both ADDs");
     node.sb.run_in(a, "ping", &["-c", "2", "-W", "2", ip_b]);
     node.sb.run_in(b, "ping", &["-c", "2", "-W", "2", ip_a]);
     // And through the PF to the leaf switch.
