@@ -245,9 +245,14 @@ impl SimNode {
         out
     }
 
-    /// Addresses host-local holds for network `rail0`.
+    /// Addresses host-local holds for network `rail0` (the network of [`SimNode::conf`]).
     pub fn leased_ips(&self) -> Vec<String> {
-        let dir = self.ipam_dir.join("rail0");
+        self.leased_ips_in("rail0")
+    }
+
+    /// Addresses host-local holds for network `network`: its store is `<dataDir>/<network>`.
+    pub fn leased_ips_in(&self, network: &str) -> Vec<String> {
+        let dir = self.ipam_dir.join(network);
         let mut ips: Vec<String> = fs::read_dir(dir)
             .map(|d| {
                 d.flatten()
@@ -271,37 +276,31 @@ impl SimNode {
     }
 
     /// Asserts that nothing is leaked: every VF is back in the node namespace under its
-    /// original name, MAC, MTU and (empty) alias, no journal entry remains and host-local
-    /// holds no address.
+    /// original name, MAC, MTU and (empty) alias, and [`SimNode::assert_nothing_held`].
     #[track_caller]
     pub fn assert_all_home(&self) {
         let links = self.links("node");
         for vf in &self.vfs {
-            let found = links.links.iter().find(|l| l.0 == vf.name);
-            let Some((_, mac, mtu, alias, _)) = found else {
-                panic!(
-                    "VF {} ({}) is not back in the host: {links:?}",
-                    vf.name, vf.pci
-                );
-            };
-            assert_eq!(mac, &vf.mac, "VF {} MAC not restored", vf.name);
-            assert_eq!(*mtu, 9000, "VF {} MTU not restored", vf.name);
-            assert!(
-                alias.is_empty(),
-                "VF {} alias not restored: {alias:?}",
-                vf.name
-            );
+            assert_vf_home(&links, vf);
         }
-        assert!(
-            self.journal_entries().is_empty(),
-            "journal entries left: {:?}",
-            self.journal_entries()
-        );
-        assert!(
-            self.leased_ips().is_empty(),
-            "IPAM still holds {:?}",
-            self.leased_ips()
-        );
+        self.assert_nothing_held();
+    }
+
+    /// Asserts that `vf` (which need not be one of [`SimNode::vfs`]) is back in the node
+    /// namespace under its original name, MAC, MTU 9000 and an empty alias.
+    #[track_caller]
+    pub fn assert_vf_home(&self, vf: &SimVf) {
+        assert_vf_home(&self.links("node"), vf);
+    }
+
+    /// Asserts that no journal record or VF claim remains and host-local holds no address
+    /// for `rail0` (for tests whose VFs legitimately come home under other names).
+    #[track_caller]
+    pub fn assert_nothing_held(&self) {
+        let journal = self.journal_entries();
+        assert!(journal.is_empty(), "journal entries left: {journal:?}");
+        let leased = self.leased_ips();
+        assert!(leased.is_empty(), "IPAM still holds {leased:?}");
     }
 
     /// Deletes pod namespace `pod` the way a dying namespace behaves on real hardware: the
@@ -403,6 +402,24 @@ pub fn fake_pf_with_real_vf(root: &Path, pf: &str, vf: &str) -> FakeSysfs {
     sysfs.add_pf(&pci(pf), pf, 1, 8);
     sysfs.add_vf(&pci(pf), 0, &pci(vf), Some(vf), "e1000e");
     sysfs
+}
+
+#[track_caller]
+fn assert_vf_home(links: &LinkState, vf: &SimVf) {
+    let found = links.links.iter().find(|l| l.0 == vf.name);
+    let Some((_, mac, mtu, alias, _)) = found else {
+        panic!(
+            "VF {} ({}) is not back in the host: {links:?}",
+            vf.name, vf.pci
+        );
+    };
+    assert_eq!(mac, &vf.mac, "VF {} MAC not restored", vf.name);
+    assert_eq!(*mtu, 9000, "VF {} MTU not restored", vf.name);
+    assert!(
+        alias.is_empty(),
+        "VF {} alias not restored: {alias:?}",
+        vf.name
+    );
 }
 
 fn move_link(sb: &Sandbox, from: &str, name: &str, to: &str) {

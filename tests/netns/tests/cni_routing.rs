@@ -6,10 +6,17 @@
 use serde_json::json;
 use spinel_netns_tests::SimNode;
 use spinel_netns_tests::cni::{CniCall, first_ip, with_prev_result};
+use spinel_netns_tests::node::SimVf;
 
 /// Adds rail 1 to a simulated node: PF `pf1` (0000:3c:00.0) with one VF, uplinked to `leaf1`
-/// (gateway 10.57.0.1), and a far host 10.67.0.1 reachable only through leaf1.
-fn add_rail1(node: &SimNode) -> (String, String) {
+/// (gateway 10.57.0.1), and a far host 10.67.0.1 reachable only through leaf1. Returns the VF.
+fn add_rail1(node: &SimNode) -> SimVf {
+    let vf = SimVf {
+        index: 0,
+        pci: "0000:3c:00.2".into(),
+        name: "pf1v0".into(),
+        mac: "02:5f:01:00:00:00".into(),
+    };
     let sb = &node.sb;
     sb.netns("leaf1");
     sb.run_in(
@@ -44,18 +51,14 @@ fn add_rail1(node: &SimNode) -> (String, String) {
         "node",
         "ip",
         &[
-            "link", "add", "link", "pf1", "name", "pf1v0", "type", "macvlan", "mode", "bridge",
+            "link", "add", "link", "pf1", "name", &vf.name, "address", &vf.mac, "type", "macvlan",
+            "mode", "bridge",
         ],
     );
     node.sysfs.add_pf("0000:3c:00.0", "pf1", 1, 8);
-    node.sysfs.add_vf(
-        "0000:3c:00.0",
-        0,
-        "0000:3c:00.2",
-        Some("pf1v0"),
-        "mlx5_core",
-    );
-    ("0000:3c:00.2".into(), "pf1v0".into())
+    node.sysfs
+        .add_vf("0000:3c:00.0", 0, &vf.pci, Some(&vf.name), "mlx5_core");
+    vf
 }
 
 fn rail_conf(node: &SimNode, rail: u8, pci: &str) -> serde_json::Value {
@@ -73,17 +76,23 @@ fn rail_conf(node: &SimNode, rail: u8, pci: &str) -> serde_json::Value {
 #[test]
 fn each_rail_leaves_through_its_own_nic() {
     let node = SimNode::new("routing_rails", 1);
-    let (pci1, _) = add_rail1(&node);
+    let rail1_vf = add_rail1(&node);
     // The leaf of rail 0 also knows the far network, but not 10.67.0.1.
     let netns = node.pod("p");
     let mut done = Vec::new();
-    for (rail, ifname, pci) in [(0u8, "net1", node.vfs[0].pci.clone()), (1, "net2", pci1)] {
+    for (rail, ifname, pci) in [
+        (0u8, "net1", node.vfs[0].pci.clone()),
+        (1, "net2", rail1_vf.pci.clone()),
+    ] {
         let call = CniCall::new("ADD", "ranks", Some(&netns), ifname);
         let conf = rail_conf(&node, rail, &pci);
         let result = node.spinel(&call, &conf).expect_ok("ADD").clone();
         done.push((call, with_prev_result(&conf, &result), result));
     }
     let (ip1, ip2) = (first_ip(&done[0].2), first_ip(&done[1].2));
+    // Each rail's address is in its own host-local store (what the checks after DEL read).
+    assert_eq!(node.leased_ips_in("rail0"), [ip1.as_str()]);
+    assert_eq!(node.leased_ips_in("rail1"), [ip2.as_str()]);
 
     for ifname in ["net1", "net2"] {
         for (key, want) in [
@@ -170,7 +179,14 @@ fn each_rail_leaves_through_its_own_nic() {
         !rules.contains("lookup 101") && !rules.contains("lookup 102"),
         "DEL removes the rules: {rules}"
     );
-    assert!(node.journal_entries().is_empty());
+    // Both VFs home, no journal entry, and neither rail's IPAM store holds an address.
+    node.assert_all_home();
+    node.assert_vf_home(&rail1_vf);
+    let rail1_leases = node.leased_ips_in("rail1");
+    assert!(
+        rail1_leases.is_empty(),
+        "rail 1's IPAM still holds {rail1_leases:?}"
+    );
 }
 
 #[test]

@@ -252,7 +252,7 @@ fn del_when_names_are_taken_in_the_host() {
     assert_eq!(home.0, "net1", "{links:?}");
     assert_eq!(home.2, 9000, "MTU restored even without the name");
     assert!(home.3.is_empty(), "alias restored");
-    assert!(node.journal_entries().is_empty() && node.leased_ips().is_empty());
+    node.assert_nothing_held();
 
     // Both its pod name and its original name are taken: it leaves under its unique name.
     let (call, conf) = add(&node, "q", "c2", 1);
@@ -277,5 +277,5 @@ fn del_when_names_are_taken_in_the_host() {
         home.0.starts_with("spl"),
         "left under its unique travel name: {links:?}"
     );
-    assert!(node.journal_entries().is_empty() && node.leased_ips().is_empty());
+    node.assert_nothing_held();
 }
