@@ -13,6 +13,7 @@ use std::fs;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use hostnet::netlink::{LinkChange, RouteSocket};
 use hostnet::netns::NetNs;
@@ -372,6 +373,27 @@ impl SimNode {
             .get("lladdr")?
             .as_str()
             .map(str::to_owned)
+    }
+
+    /// Polls the leaf every 200 µs until it holds `mac` for `ip`; returns how long that took,
+    /// or `None` if it did not within `timeout`. The clock starts at the call, so call it right
+    /// after the event being timed (ADD's return).
+    pub fn wait_leaf_neighbour_mac(
+        &self,
+        ip: &str,
+        mac: &str,
+        timeout: Duration,
+    ) -> Option<Duration> {
+        let start = Instant::now();
+        loop {
+            if self.leaf_neighbour_mac(ip).as_deref() == Some(mac) {
+                return Some(start.elapsed());
+            }
+            if start.elapsed() > timeout {
+                return None;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 
     /// Writes a device-info file as Multus does and returns its path.

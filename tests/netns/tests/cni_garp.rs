@@ -52,16 +52,9 @@ fn a_reused_ip_is_corrected_at_the_leaf_right_after_add() {
     let call = CniCall::new("ADD", "loud", Some(&netns), "net1");
     let conf = static_conf(&node, json!([{"address": "10.56.0.50/24"}]), json!({}));
     node.spinel(&call, &conf).expect_ok("ADD");
-    let returned = Instant::now();
-    let mut corrected = None;
-    while returned.elapsed() < Duration::from_secs(5) {
-        if node.leaf_neighbour_mac("10.56.0.50").as_deref() == Some(new_mac.as_str()) {
-            corrected = Some(returned.elapsed());
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let took = corrected.expect("the leaf's entry never showed the new MAC");
+    let took = node
+        .wait_leaf_neighbour_mac("10.56.0.50", &new_mac, Duration::from_secs(5))
+        .expect("the leaf's entry never showed the new MAC");
     println!(
         "time from ADD's return to a correct leaf entry: {} us",
         took.as_micros()
@@ -146,14 +139,11 @@ fn ipv6_neighbours_are_updated_by_unsolicited_na() {
         json!({"count": 1}),
     );
     node.spinel(&call, &conf).expect_ok("ADD");
-    let start = Instant::now();
-    while node.leaf_neighbour_mac("fd00:56::50").as_deref() != Some(node.vfs[0].mac.as_str()) {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "the IPv6 entry was never corrected"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    assert!(
+        node.wait_leaf_neighbour_mac("fd00:56::50", &node.vfs[0].mac, Duration::from_secs(5))
+            .is_some(),
+        "the IPv6 entry was never corrected"
+    );
     node.spinel(&call.with_command("DEL"), &conf)
         .expect_ok("DEL");
 }

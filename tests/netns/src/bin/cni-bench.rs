@@ -138,15 +138,13 @@ fn garp_time_to_correct(cycles: usize) -> ExitCode {
         node.plant_stale_leaf_neighbour("10.56.0.50", "0a:58:de:ad:be:ef");
         let call = CniCall::new("ADD", &format!("g{i}"), Some(&netns), "net1");
         timed_call(&node, Plugin::Spinel, &call, &conf);
-        let returned = Instant::now();
-        while node.leaf_neighbour_mac("10.56.0.50").as_deref() != Some(node.vfs[0].mac.as_str()) {
-            if returned.elapsed() > Duration::from_secs(5) {
-                eprintln!("cycle {i}: never corrected");
-                return ExitCode::FAILURE;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        times.push(returned.elapsed());
+        let Some(took) =
+            node.wait_leaf_neighbour_mac("10.56.0.50", &node.vfs[0].mac, Duration::from_secs(5))
+        else {
+            eprintln!("cycle {i}: never corrected");
+            return ExitCode::FAILURE;
+        };
+        times.push(took);
         timed_call(&node, Plugin::Spinel, &call.with_command("DEL"), &conf);
     }
     println!(
