@@ -98,6 +98,15 @@ impl CniCall {
         }
     }
 
+    /// A call with only `CNI_COMMAND` set, for the commands about the network rather than an
+    /// attachment (STATUS, GC, VERSION).
+    pub fn bare(command: &str) -> Self {
+        Self {
+            command: command.into(),
+            ..Self::default()
+        }
+    }
+
     /// The same call with another command.
     pub fn with_command(&self, command: &str) -> Self {
         Self {

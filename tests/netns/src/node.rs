@@ -207,9 +207,15 @@ impl SimNode {
 
     /// Runs plugin `name` from the node's `CNI_PATH` inside the node namespace.
     pub fn plugin(&self, name: &str, call: &CniCall, conf: &Value) -> CniOutput {
+        cni::run(self.plugin_command(name, call), conf)
+    }
+
+    /// The command [`SimNode::plugin`] runs, for callers that change its environment or
+    /// collect its outcome themselves.
+    pub fn plugin_command(&self, name: &str, call: &CniCall) -> std::process::Command {
         let mut cmd = self.command(&self.cni_path.join(name));
         call.apply(&mut cmd, &self.cni_path);
-        cni::run(cmd, conf)
+        cmd
     }
 
     /// Links of namespace `ns` as iproute2 reports them.

@@ -143,10 +143,7 @@ fn static_ipam_device_info_file_and_pf_vf_selection() {
 #[test]
 fn status_reports_readiness_and_its_reasons() {
     let node = SimNode::new("status", 1);
-    let status = CniCall {
-        command: "STATUS".into(),
-        ..Default::default()
-    };
+    let status = CniCall::bare("STATUS");
     let mut conf = node.conf("1.1.0", None);
     conf["pfName"] = json!("pf0");
     conf["vfIndex"] = json!(0);

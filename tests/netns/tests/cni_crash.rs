@@ -74,14 +74,8 @@ fn recover(node: &SimNode, call: &CniCall, conf: &Value, how: usize) {
         _ => {
             let mut gc = conf.clone();
             gc["cni.dev/valid-attachments"] = json!([]);
-            node.spinel(
-                &CniCall {
-                    command: "GC".into(),
-                    ..Default::default()
-                },
-                &gc,
-            )
-            .expect_ok("recovery GC");
+            node.spinel(&CniCall::bare("GC"), &gc)
+                .expect_ok("recovery GC");
         }
     }
 }

@@ -553,8 +553,7 @@ fn hostile_inputs_get_the_right_code_and_change_nothing() {
     let snapshot = || (node.links("node"), node.links("p"), node.files());
     let before = snapshot();
     for case in cases.drain(..) {
-        let mut cmd = node.command(&node.cni_path.join("spinel"));
-        call.apply(&mut cmd, &node.cni_path);
+        let mut cmd = node.plugin_command("spinel", &call);
         for (key, value) in &case.env {
             match value {
                 Some(v) => cmd.env(key, v),

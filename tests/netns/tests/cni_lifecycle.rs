@@ -130,10 +130,7 @@ fn cni_versions_0_4_0_and_1_1_0_with_a_1_0_0_ipam_plugin() {
 fn version_command_lists_supported_versions() {
     let node = SimNode::new("version_cmd", 1);
     let out = node.spinel(
-        &CniCall {
-            command: "VERSION".into(),
-            ..Default::default()
-        },
+        &CniCall::bare("VERSION"),
         &serde_json::json!({"cniVersion": "1.0.0"}),
     );
     let json = out.expect_ok("VERSION");

@@ -138,10 +138,7 @@ fn gc_releases_attachments_that_are_not_valid() {
     let mut gc_conf = conf.clone();
     gc_conf.as_object_mut().unwrap().remove("prevResult");
     gc_conf["cni.dev/valid-attachments"] = json!([{"containerID": "keep", "ifname": "net1"}]);
-    let gc = CniCall {
-        command: "GC".into(),
-        ..Default::default()
-    };
+    let gc = CniCall::bare("GC");
     node.spinel(&gc, &gc_conf).expect_ok("GC");
     assert_eq!(
         node.leased_ips().len(),

@@ -122,13 +122,7 @@ fn shared() {
     let mut status = node.conf("1.1.0", None);
     status["rdma"] = json!({"netnsMode": "exclusive"});
     let msg = node
-        .spinel(
-            &CniCall {
-                command: "STATUS".into(),
-                ..Default::default()
-            },
-            &status,
-        )
+        .spinel(&CniCall::bare("STATUS"), &status)
         .expect_code(50, "STATUS")
         .to_owned();
     assert!(

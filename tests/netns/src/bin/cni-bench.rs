@@ -56,8 +56,7 @@ struct Cost {
 
 /// Runs one plugin call and measures it.
 fn timed_call(node: &SimNode, plugin: Plugin, call: &CniCall, conf: &Value) -> Cost {
-    let mut cmd = node.command(&node.cni_path.join(plugin.name()));
-    call.apply(&mut cmd, &node.cni_path);
+    let mut cmd = node.plugin_command(plugin.name(), call);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
