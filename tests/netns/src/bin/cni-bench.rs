@@ -249,10 +249,7 @@ fn main() -> ExitCode {
     if garp {
         return garp_time_to_correct(cycles);
     }
-    assert!(
-        Path::new("/usr/lib/cni/host-device").exists(),
-        "apt-get install containernetworking-plugins"
-    );
+    spinel_netns_tests::cni::require_debian_plugin("host-device");
     let node = Arc::new(SimNode::new("cni-bench", concurrency as u32));
     let pods: Vec<_> = (0..concurrency)
         .map(|w| node.pod(&format!("w{w}")))
