@@ -222,15 +222,17 @@ fn netns_gone_with_a_real_nic() {
         "the NIC left the host"
     );
     sh("ip netns del pod");
-    // The kernel returns the physical device to the initial namespace by itself.
-    let mut back = String::new();
-    for _ in 0..100 {
-        back = sh("ip -br link");
-        if back.contains("net1") || back.contains("dev") {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    // The kernel returns the physical device to the initial namespace by itself, though not
+    // necessarily before `ip netns del` returns.
+    let (back, _) = spinel_kernel_tests::guest::poll(
+        std::time::Duration::from_secs(5),
+        std::time::Duration::from_millis(50),
+        || {
+            let links = sh("ip -br link");
+            Ok((links.contains("net1") || links.contains("dev")).then_some(links))
+        },
+    )
+    .expect("the kernel did not return the NIC to the host");
     println!(
         "ok the kernel returned the NIC: {}",
         back.lines()
