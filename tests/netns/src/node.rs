@@ -418,18 +418,20 @@ impl SimNode {
 /// `vf`, using their real PCI addresses (for tests that run on real PCI devices, where the
 /// kernel itself returns a device from a dying namespace).
 pub fn fake_pf_with_real_vf(root: &Path, pf: &str, vf: &str) -> FakeSysfs {
-    let pci = |name: &str| {
-        fs::read_link(format!("/sys/class/net/{name}/device"))
-            .unwrap_or_else(|e| panic!("{name} is not a PCI device: {e}"))
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned()
-    };
     let sysfs = FakeSysfs::at(root.join("sys"));
-    sysfs.add_pf(&pci(pf), pf, 1, 8);
-    sysfs.add_vf(&pci(pf), 0, &pci(vf), Some(vf), "e1000e");
+    sysfs.add_pf(&pci_address(pf), pf, 1, 8);
+    sysfs.add_vf(&pci_address(pf), 0, &pci_address(vf), Some(vf), "e1000e");
     sysfs
+}
+
+/// The PCI address of the real netdev `name`, from the machine's own sysfs.
+pub fn pci_address(name: &str) -> String {
+    fs::read_link(format!("/sys/class/net/{name}/device"))
+        .unwrap_or_else(|e| panic!("{name} is not a PCI device: {e}"))
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
 }
 
 #[track_caller]

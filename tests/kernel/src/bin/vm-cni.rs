@@ -6,27 +6,21 @@
 //! the VF (the kernel returns it to the host itself).
 //! `vm-cni exclusive`: the node runs RDMA in exclusive mode; rxe cannot change namespaces, so
 //! ADD must fail clearly and leave everything as it was.
-//! Prints `ok <step>` per passed step; panics with the reason otherwise.
+//! Prints `ok <step>` per passed step; fails with the reason otherwise.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test program fails loudly
 
 use std::fs;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
+use anyhow::Context;
 use serde_json::{Value, json};
+use spinel_kernel_tests::guest::{ok, poll, sh};
 use spinel_netns_tests::SimNode;
-use spinel_netns_tests::cni::{CniCall, first_ip, with_prev_result};
-
-fn sh(cmd: &str) -> String {
-    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use spinel_netns_tests::cni::{self, CniCall, DEBIAN_CNI_DIR, first_ip, with_prev_result};
+use spinel_netns_tests::node::{PF_PCI, fake_pf_with_real_vf, pci_address};
 
 /// The GID table entry at `index` of `dev` port 1, as sysfs shows it: (gid, type, ndev).
 fn entry(dev: &str, index: u64) -> (String, String, String) {
@@ -52,11 +46,23 @@ fn mapped(ip: &str) -> String {
     )
 }
 
-/// The fake sysfs describes the PCI side; the RDMA devices are the kernel's real ones.
-fn link_real_rdma(node: &SimNode) {
-    let class = node.sysfs.root().join("class");
+/// The fake sysfs under `sysfs_root` describes the PCI side; the RDMA devices are the
+/// kernel's real ones.
+fn link_real_rdma(sysfs_root: &Path) {
+    let class = sysfs_root.join("class");
     fs::create_dir_all(&class).unwrap();
     std::os::unix::fs::symlink("/sys/class/infiniband", class.join("infiniband")).unwrap();
+}
+
+/// `spinel` for `call` in the VM's own namespace, with a clean environment pointing at
+/// `settings` and Debian's plugins on `CNI_PATH`.
+fn spinel(settings: &Path, call: &CniCall) -> Command {
+    let mut cmd = Command::new(cni::spinel_binary());
+    cmd.env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("SPINEL_CNI_SETTINGS", settings);
+    call.apply(&mut cmd, Path::new(DEBIAN_CNI_DIR));
+    cmd
 }
 
 fn assert_gid(result: &Value, dev: &str, ifname: &str) -> u64 {
@@ -70,13 +76,13 @@ fn assert_gid(result: &Value, dev: &str, ifname: &str) -> u64 {
     index
 }
 
-fn shared() {
+fn shared() -> anyhow::Result<()> {
     // rxe unregisters its device when its own netdev changes namespace, so it cannot back a VF
     // netdev that moves. It sits on the PF stand-in instead: the VF stand-ins are its uppers,
     // so their addresses land in its table with the pod interface as ndev, which is what the
     // lookup has to get right.
     let node = SimNode::new("vm-cni-vf", 2);
-    link_real_rdma(&node);
+    link_real_rdma(node.sysfs.root());
     node.sb.run_in(
         "node",
         "rdma",
@@ -85,16 +91,15 @@ fn shared() {
     for vf in &node.vfs {
         node.sysfs.add_rdma(&vf.pci, "rxe_pf");
     }
-    node.sysfs
-        .add_rdma(spinel_netns_tests::node::PF_PCI, "rxe_pf");
+    node.sysfs.add_rdma(PF_PCI, "rxe_pf");
     let netns = node.pod("p0");
     let call = CniCall::new("ADD", "gid0", Some(&netns), "net1");
     let conf = node.conf("1.1.0", Some(&node.vfs[0]));
     let result = node.spinel(&call, &conf).expect_ok("ADD").clone();
     let index = assert_gid(&result, "rxe_pf", "net1");
-    println!(
-        "ok VF mode: RoCE v2 GID index {index} of the pod's address found and checked in sysfs"
-    );
+    ok(&format!(
+        "VF mode: RoCE v2 GID index {index} of the pod's address found and checked in sysfs"
+    ));
     let info_dir = Path::new("/run/spinel/roce/gid0");
     let env = fs::read_to_string(info_dir.join("net1.env")).unwrap();
     assert!(
@@ -102,7 +107,7 @@ fn shared() {
             && env.contains("NCCL_IB_HCA==rxe_pf:1"),
         "{env}"
     );
-    println!("ok GID and NCCL hints published in /run/spinel/roce");
+    ok("GID and NCCL hints published in /run/spinel/roce");
     let prev = with_prev_result(&conf, &result);
     node.spinel(&call.with_command("CHECK"), &prev)
         .expect_ok("CHECK");
@@ -113,11 +118,11 @@ fn shared() {
         .expect_code(104, "CHECK")
         .to_owned();
     assert!(msg.contains("no RoCE v2 GID"), "{msg}");
-    println!("ok CHECK notices the GID is gone");
+    ok("CHECK notices the GID is gone");
     node.spinel(&call.with_command("DEL"), &prev)
         .expect_ok("DEL");
     assert!(!info_dir.join("net1.env").exists());
-    println!("ok DEL removes the published details");
+    ok("DEL removes the published details");
 
     let mut status = node.conf("1.1.0", None);
     status["rdma"] = json!({"netnsMode": "exclusive"});
@@ -129,7 +134,7 @@ fn shared() {
         msg.contains("needs exclusive mode") && msg.contains("is shared"),
         "{msg}"
     );
-    println!("ok STATUS: an exclusive-mode network on a shared-mode node is not available");
+    ok("STATUS: an exclusive-mode network on a shared-mode node is not available");
 
     // macvlan mode: the same rxe on the PF shared by every pod; each pod's index differs.
     let mut indices = Vec::new();
@@ -150,12 +155,12 @@ fn shared() {
         3,
         "each pod has its own index in the shared table: {indices:?}"
     );
-    println!(
-        "ok macvlan mode: three pods, three GID indices {indices:?}, each the pod's own address"
-    );
+    ok(&format!(
+        "macvlan mode: three pods, three GID indices {indices:?}, each the pod's own address"
+    ));
     // Inside each pod, nccl-env reads the same index from what the kernel shows there.
     for (pod, index) in ["m0", "m1", "m2"].iter().zip(&indices) {
-        let out = Command::new(std::env::var("SPINELCTL_BIN").unwrap())
+        let out = Command::new(cni::spinelctl_binary())
             .args([
                 "nccl-env",
                 "--netns",
@@ -178,121 +183,106 @@ fn shared() {
             "{text}"
         );
     }
-    println!("ok spinelctl nccl-env in each pod prints that pod's own GID index");
+    ok("spinelctl nccl-env in each pod prints that pod's own GID index");
     drop(node);
 
     // A real PCI NIC stands in for the VF: when the pod dies the kernel itself returns it.
-    netns_gone_with_a_real_nic();
+    netns_gone_with_a_real_nic()
 }
 
-fn netns_gone_with_a_real_nic() {
+/// A call into the namespace `ip netns add pod` creates, without `CNI_ARGS` (no Multus here).
+fn real_nic_call(command: &str, container_id: &str) -> CniCall {
+    CniCall {
+        args: None,
+        ..CniCall::new(
+            command,
+            container_id,
+            Some(Path::new("/run/netns/pod")),
+            "net1",
+        )
+    }
+}
+
+fn netns_gone_with_a_real_nic() -> anyhow::Result<()> {
     let root = Path::new("/run/vm-cni");
     let state = root.join("state");
-    let sys = spinel_netns_tests::node::fake_pf_with_real_vf(root, "eth0", "eth1");
+    let sys = fake_pf_with_real_vf(root, "eth0", "eth1");
+    let settings = root.join("cni.json");
     fs::write(
-        root.join("cni.json"),
+        &settings,
         json!({"stateDir": state, "sysfsRoot": sys.root(), "recordVfRequestsTo": root.join("vf"), "roceInfoDir": root.join("roce")}).to_string(),
     )
     .unwrap();
-    sh("ip netns add pod && ip link set eth1 up");
-    let vf_pci = fs::read_link("/sys/class/net/eth1/device")
-        .unwrap()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let mac_before = sh("cat /sys/class/net/eth1/address");
+    sh("ip netns add pod && ip link set eth1 up")?;
+    let vf_pci = pci_address("eth1");
+    let mac_before = sh("cat /sys/class/net/eth1/address")?;
     let conf = json!({"cniVersion": "1.1.0", "name": "rail0", "type": "spinel", "deviceID": vf_pci, "mtu": 1400,
                       "ipam": {"type": "static", "addresses": [{"address": "10.56.0.9/24"}]}});
-    let run = |command: &str, netns: &str| {
-        let mut cmd = Command::new(std::env::var("SPINEL_BIN").unwrap());
-        cmd.env_clear()
-            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .env("SPINEL_CNI_SETTINGS", root.join("cni.json"))
-            .env("CNI_COMMAND", command)
-            .env("CNI_CONTAINERID", "real-nic")
-            .env("CNI_IFNAME", "net1")
-            .env("CNI_NETNS", netns)
-            .env("CNI_PATH", "/usr/lib/cni");
-        spinel_netns_tests::cni::run(cmd, &conf)
-    };
-    run("ADD", "/run/netns/pod").expect_ok("ADD of a real NIC");
+    let add = real_nic_call("ADD", "real-nic");
+    cni::run(spinel(&settings, &add), &conf).expect_ok("ADD of a real NIC");
     assert!(
         !Path::new("/sys/class/net/eth1").exists(),
         "the NIC left the host"
     );
-    sh("ip netns del pod");
+    sh("ip netns del pod")?;
     // The kernel returns the physical device to the initial namespace by itself, though not
     // necessarily before `ip netns del` returns.
-    let (back, _) = spinel_kernel_tests::guest::poll(
-        std::time::Duration::from_secs(5),
-        std::time::Duration::from_millis(50),
-        || {
-            let links = sh("ip -br link");
-            Ok((links.contains("net1") || links.contains("dev")).then_some(links))
-        },
-    )
-    .expect("the kernel did not return the NIC to the host");
-    println!(
-        "ok the kernel returned the NIC: {}",
+    let (back, _) = poll(Duration::from_secs(5), Duration::from_millis(50), || {
+        let links = sh("ip -br link")?;
+        Ok((links.contains("net1") || links.contains("dev")).then_some(links))
+    })
+    .context("the kernel did not return the NIC to the host")?;
+    ok(&format!(
+        "the kernel returned the NIC: {}",
         back.lines()
             .filter(|l| !l.starts_with("lo"))
             .collect::<Vec<_>>()
             .join(" | ")
-    );
-    run("DEL", "").expect_ok("DEL after the pod died");
+    ));
+    // The runtime's DEL after the pod died carries no namespace.
+    let del = CniCall {
+        netns: None,
+        ..add.with_command("DEL")
+    };
+    cni::run(spinel(&settings, &del), &conf).expect_ok("DEL after the pod died");
     assert!(
         Path::new("/sys/class/net/eth1").exists(),
         "restored under its original name"
     );
-    assert_eq!(sh("cat /sys/class/net/eth1/address"), mac_before);
+    assert_eq!(sh("cat /sys/class/net/eth1/address")?, mac_before);
     assert_eq!(
-        sh("cat /sys/class/net/eth1/mtu").trim(),
+        sh("cat /sys/class/net/eth1/mtu")?.trim(),
         "1500",
         "MTU restored"
     );
     assert_eq!(
-        sh("cat /sys/class/net/eth1/ifalias").trim(),
+        sh("cat /sys/class/net/eth1/ifalias")?.trim(),
         "",
         "alias restored"
     );
-    println!("ok DEL after the pod died: the real NIC is home as eth1 with its MTU and MAC");
+    ok("DEL after the pod died: the real NIC is home as eth1 with its MTU and MAC");
+    Ok(())
 }
 
-fn exclusive() {
+fn exclusive() -> anyhow::Result<()> {
     // In exclusive mode a device belongs to one namespace: spinel runs in the initial one, as on
     // a node, with a real NIC standing in for the VF and an rxe device on it.
     let root = Path::new("/run/vm-cni-x");
-    let sys = spinel_netns_tests::node::fake_pf_with_real_vf(root, "eth0", "eth1");
-    let vf_pci = fs::read_link("/sys/class/net/eth1/device")
-        .unwrap()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    sh("rdma link add rxe_v type rxe netdev eth1");
+    let sys = fake_pf_with_real_vf(root, "eth0", "eth1");
+    let vf_pci = pci_address("eth1");
+    sh("rdma link add rxe_v type rxe netdev eth1")?;
     sys.add_rdma(&vf_pci, "rxe_v");
-    fs::create_dir_all(sys.root().join("class")).unwrap();
-    std::os::unix::fs::symlink("/sys/class/infiniband", sys.root().join("class/infiniband"))
-        .unwrap();
+    link_real_rdma(sys.root());
+    let settings = root.join("cni.json");
     fs::write(
-        root.join("cni.json"),
+        &settings,
         json!({"stateDir": root.join("state"), "sysfsRoot": sys.root(), "recordVfRequestsTo": root.join("vf")}).to_string(),
     )
     .unwrap();
-    sh("ip netns add pod");
+    sh("ip netns add pod")?;
     let conf = json!({"cniVersion": "1.1.0", "name": "rail0", "type": "spinel", "deviceID": vf_pci,
                       "ipam": {"type": "static", "addresses": [{"address": "10.56.0.9/24"}]}});
-    let mut cmd = Command::new(std::env::var("SPINEL_BIN").unwrap());
-    cmd.env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .env("SPINEL_CNI_SETTINGS", root.join("cni.json"))
-        .env("CNI_COMMAND", "ADD")
-        .env("CNI_CONTAINERID", "excl")
-        .env("CNI_IFNAME", "net1")
-        .env("CNI_NETNS", "/run/netns/pod")
-        .env("CNI_PATH", "/usr/lib/cni");
-    let out = spinel_netns_tests::cni::run(cmd, &conf);
+    let out = cni::run(spinel(&settings, &real_nic_call("ADD", "excl")), &conf);
     let msg = out.expect_code(101, "ADD in exclusive mode").to_owned();
     let details = out.json["details"].as_str().unwrap_or_default().to_owned();
     assert!(
@@ -305,13 +295,15 @@ fn exclusive() {
             || details.contains("cannot change"),
         "{details}"
     );
-    println!("ok exclusive mode: rxe cannot move, ADD says so: {msg} ({details})");
+    ok(&format!(
+        "exclusive mode: rxe cannot move, ADD says so: {msg} ({details})"
+    ));
     assert!(
         Path::new("/sys/class/net/eth1").exists(),
         "the NIC never left"
     );
     assert!(
-        sh("ip -n pod -br link")
+        sh("ip -n pod -br link")?
             .lines()
             .all(|l| l.starts_with("lo")),
         "nothing in the pod"
@@ -320,10 +312,11 @@ fn exclusive() {
         .unwrap()
         .collect();
     assert!(left.is_empty(), "no record left");
-    println!("ok exclusive mode: the failed ADD left the VF as it found it");
+    ok("exclusive mode: the failed ADD left the VF as it found it");
+    Ok(())
 }
 
-fn main() {
+fn main() -> anyhow::Result<()> {
     match std::env::args().nth(1).as_deref() {
         Some("shared") => shared(),
         Some("exclusive") => exclusive(),
