@@ -140,7 +140,6 @@ impl Vm {
             timeout: Duration::from_secs(300),
             modules: DEFAULT_MODULES.iter().map(|m| (*m).to_owned()).collect(),
             env: Vec::new(),
-            current_dir: None,
             append: Vec::new(),
             nic_model: NicModel::VirtioNet,
             module_params: Vec::new(),
@@ -188,7 +187,6 @@ pub struct VmBuilder {
     timeout: Duration,
     modules: Vec<String>,
     env: Vec<(String, String)>,
-    current_dir: Option<PathBuf>,
     append: Vec<String>,
     nic_model: NicModel,
     module_params: Vec<(String, String)>,
@@ -235,12 +233,6 @@ impl VmBuilder {
     /// Sets an environment variable for the command.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
-        self
-    }
-
-    /// The command's working directory (default: the caller's, visible read-only in the VM).
-    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.current_dir = Some(dir.into());
         self
     }
 
@@ -304,10 +296,8 @@ impl VmBuilder {
         };
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).map_err(io("create the run directory", &dir))?;
-        let cwd = match &self.current_dir {
-            Some(d) => d.clone(),
-            None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-        };
+        // The caller's working directory, visible read-only in the VM.
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
         let script = command_script(&cwd, &self.env, argv);
         fs::write(dir.join("cmd.sh"), script).map_err(io("write cmd.sh", &dir))?;
 

@@ -155,7 +155,7 @@ pub fn run_raw(mut cmd: Command, stdin: &[u8]) -> CniOutput {
 }
 
 /// The workspace's target directory.
-pub fn target_dir() -> PathBuf {
+fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"))

@@ -14,7 +14,7 @@ pub fn from_hex(hex: &str) -> Vec<u8> {
 /// Runs `ip <args>` in namespace `ns` under strace and returns every netlink message it sent
 /// with sendmsg, in order. The command's own success does not matter: a kernel without the
 /// feature rejects the request, but the request is what is compared.
-pub fn requests(sb: &Sandbox, ns: &str, args: &[&str]) -> Vec<Vec<u8>> {
+fn requests(sb: &Sandbox, ns: &str, args: &[&str]) -> Vec<Vec<u8>> {
     crate::require_tool("strace", "strace");
     let out = sb
         .command_in(ns, "strace")

@@ -29,8 +29,6 @@ pub const PF_PCI: &str = "0000:3b:00.0";
 /// One simulated VF.
 #[derive(Debug, Clone)]
 pub struct SimVf {
-    /// VF index.
-    pub index: u32,
     /// PCI address.
     pub pci: String,
     /// Host netdev name.
@@ -60,15 +58,15 @@ pub struct SimNode {
     pub ipam_dir: PathBuf,
     /// Directory holding spinel and Debian's plugins (the `CNI_PATH`).
     pub cni_path: PathBuf,
-    /// Device-info directory.
-    pub devinfo_dir: PathBuf,
+    /// Device-info directory (see [`SimNode::device_info_file`]).
+    devinfo_dir: PathBuf,
     /// Where spinel records VF attribute requests (no kernel here implements them).
     pub vf_requests: PathBuf,
     settings: PathBuf,
 }
 
 /// The PCI address of VF `i`: functions 2-7 of device 0, then 8 per device.
-pub fn vf_pci(i: u32) -> String {
+fn vf_pci(i: u32) -> String {
     let n = i + 2;
     format!("0000:3b:{:02x}.{}", n / 8, n % 8)
 }
@@ -113,12 +111,7 @@ impl SimNode {
             );
             let pci = vf_pci(i);
             sysfs.add_vf(PF_PCI, i, &pci, Some(&name), "mlx5_core");
-            vfs.push(SimVf {
-                index: i,
-                pci,
-                name,
-                mac,
-            });
+            vfs.push(SimVf { pci, name, mac });
         }
 
         let state_dir = sb.dir().join("state");

@@ -12,7 +12,6 @@ use spinel_netns_tests::node::SimVf;
 /// (gateway 10.57.0.1), and a far host 10.67.0.1 reachable only through leaf1. Returns the VF.
 fn add_rail1(node: &SimNode) -> SimVf {
     let vf = SimVf {
-        index: 0,
         pci: "0000:3c:00.2".into(),
         name: "pf1v0".into(),
         mac: "02:5f:01:00:00:00".into(),
