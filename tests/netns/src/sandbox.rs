@@ -2,13 +2,13 @@
 
 use std::fs;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use hostnet::netns::NetNs;
+use nix::sched::CloneFlags;
 
 /// Where sandboxes live: one directory per sandbox, on tmpfs-like `/run`.
 pub const SANDBOX_ROOT: &str = "/run/spinel-test";
@@ -79,19 +79,13 @@ impl Sandbox {
         let netns =
             NetNs::open(self.netns_path(ns)).unwrap_or_else(|e| panic!("open netns {ns}: {e}"));
         let mut cmd = Command::new(program);
-        let fd = netns.as_raw_fd();
-        // The namespace handle must outlive the fork; leak it into the command's closure.
-        let keep = std::sync::Arc::new(netns);
+        // The closure owns the namespace handle, so its fd stays open as long as the command.
         #[allow(unsafe_code)]
         // SAFETY: the closure runs between fork and exec and only calls setns(2), which is
-        // async-signal-safe; the fd stays open because `keep` is owned by the closure.
+        // async-signal-safe, and allocates nothing (the error is a plain errno).
         unsafe {
             cmd.pre_exec(move || {
-                let _hold = &keep;
-                if libc_setns(fd) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
+                nix::sched::setns(&netns, CloneFlags::CLONE_NEWNET).map_err(io::Error::from)
             });
         }
         cmd
@@ -140,15 +134,6 @@ impl Drop for Sandbox {
             let _ = child.wait();
         }
         clean_dir(&self.dir);
-    }
-}
-
-fn libc_setns(fd: i32) -> i32 {
-    // nix's setns needs a BorrowedFd, which cannot be built safely from a raw fd after fork.
-    #[allow(unsafe_code)]
-    // SAFETY: plain syscall wrapper; `fd` is an open namespace descriptor owned by the caller.
-    unsafe {
-        nix::libc::setns(fd, nix::libc::CLONE_NEWNET)
     }
 }
 
