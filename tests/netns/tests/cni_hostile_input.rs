@@ -47,7 +47,7 @@ fn hostile_inputs_get_the_right_code_and_change_nothing() {
     for _ in 0..5000 {
         nested.push('[');
     }
-    let mut cases = vec![
+    let cases = vec![
         // The environment (code 4).
         Case {
             name: "no CNI_COMMAND",
@@ -552,7 +552,7 @@ fn hostile_inputs_get_the_right_code_and_change_nothing() {
 
     let snapshot = || (node.links("node"), node.links("p"), node.files());
     let before = snapshot();
-    for case in cases.drain(..) {
+    for case in cases {
         let mut cmd = node.plugin_command("spinel", &call);
         for (key, value) in &case.env {
             match value {

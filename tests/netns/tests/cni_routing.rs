@@ -35,9 +35,7 @@ fn add_rail1(node: &SimNode) -> SimVf {
             "netns",
             node.sb.netns_path("leaf1").to_str().unwrap(),
         ],
-    )
-    .lines()
-    .count();
+    );
     sb.run_in("node", "ip", &["link", "set", "pf1", "up"]);
     sb.run_in("leaf1", "ip", &["link", "set", "up1", "up"]);
     sb.run_in(
@@ -76,7 +74,8 @@ fn rail_conf(node: &SimNode, rail: u8, pci: &str) -> serde_json::Value {
 fn each_rail_leaves_through_its_own_nic() {
     let node = SimNode::new("routing_rails", 1);
     let rail1_vf = add_rail1(&node);
-    // The leaf of rail 0 also knows the far network, but not 10.67.0.1.
+    // 10.67.0.1 sits behind leaf1 only; rail 0's leaf has no route to it, so the ping from
+    // rail 1's address below is answered only if it leaves through net2.
     let netns = node.pod("p");
     let mut done = Vec::new();
     for (rail, ifname, pci) in [

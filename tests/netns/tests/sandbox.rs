@@ -1,9 +1,10 @@
 //! The harness itself: namespaces are private, commands run inside them, cleanup is complete.
 
-use spinel_netns_tests::Sandbox;
+use spinel_netns_tests::{Sandbox, require_root};
 
 #[test]
 fn namespaces_are_isolated_and_removed_on_drop() {
+    require_root();
     let dir;
     {
         let sb = Sandbox::new("namespaces_are_isolated");
@@ -29,6 +30,8 @@ fn namespaces_are_isolated_and_removed_on_drop() {
 
 #[test]
 fn leftovers_of_a_dead_run_are_swept() {
+    // Before anything is written under /run: without root this must fail on root, not on EACCES.
+    require_root();
     // Fake a sandbox whose owner died: no live process has this pid and start time. Built
     // under a staging name (which sweeps skip) so a parallel test cannot sweep it half-made.
     let root = std::path::Path::new(spinel_netns_tests::sandbox::SANDBOX_ROOT);
