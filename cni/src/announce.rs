@@ -1,4 +1,5 @@
-//! Announcing a pod's addresses at its interface's MAC (see [`crate::garp`] for the frames).
+//! Announcing a pod's addresses after ADD (the frames and the socket are
+//! [`spinel_node::announce`]'s).
 //!
 //! ADD opens one packet socket inside the pod ([`Announcer`]) and sends the first rounds
 //! itself; the later, spaced rounds come from the same binary re-executed as
@@ -8,21 +9,18 @@
 //! which now happens in the helper, after ADD has returned. Before every round the helper
 //! checks that the interface is still the attachment's, so a DEL or the pod's death ends it.
 
-use std::io::Stdin;
 use std::net::IpAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use hostnet::mac::MacAddr;
 use hostnet::netlink::RouteSocket;
 use hostnet::netns::NetNs;
-use hostnet::packet::{PacketConfig, PacketError, PacketSocket};
-use nix::sys::socket::{AddressFamily, MsgFlags, SockaddrLike, SockaddrStorage, getsockname, send};
-
-use crate::garp;
+use hostnet::packet::{PacketError, PacketSocket};
+use spinel_node::announce::Announcer as Rounds;
+use spinel_wire::MacAddr;
 
 /// What to announce, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,50 +39,30 @@ pub struct Announcement {
     pub addresses: Vec<IpAddr>,
 }
 
-/// Waits until `index` has carrier in the pod, at most `timeout`; returns whether it has.
-pub fn wait_for_carrier(pod: &mut RouteSocket, index: u32, timeout: Duration) -> bool {
-    let start = Instant::now();
-    loop {
-        if pod
-            .link_by_index(index)
-            .ok()
-            .flatten()
-            .is_some_and(|l| l.carrier)
-        {
-            return true;
-        }
-        if start.elapsed() >= timeout {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// A send-only packet socket on the pod interface, for one attachment's announcements.
+/// One attachment's announcements: the rounds ADD sends, and what the helper needs.
 pub struct Announcer {
-    sock: PacketSocket,
-    frames: Vec<Vec<u8>>,
+    rounds: Rounds,
     announcement: Announcement,
 }
 
 impl Announcer {
     /// Opens the socket inside the pod.
     pub fn open(pod_ns: &NetNs, announcement: Announcement) -> Result<Self, PacketError> {
-        let sock = PacketSocket::open(pod_ns, &announcement.ifname, &PacketConfig::send_only())?;
-        let frames = garp::frames(announcement.mac, &announcement.addresses);
+        let rounds = Rounds::open(
+            pod_ns,
+            &announcement.ifname,
+            announcement.mac,
+            &announcement.addresses,
+        )?;
         Ok(Self {
-            sock,
-            frames,
+            rounds,
             announcement,
         })
     }
 
     /// Sends one round: every frame once.
     pub fn round(&self) -> Result<usize, PacketError> {
-        for f in &self.frames {
-            self.sock.send(f)?;
-        }
-        Ok(self.frames.len())
+        self.rounds.round()
     }
 
     /// Hands the socket to a detached helper that sends `rounds` more rounds every `interval`.
@@ -100,18 +78,13 @@ impl Announcer {
             .arg(interval.as_millis().to_string())
             .arg(rounds.to_string())
             .args(a.addresses.iter().map(IpAddr::to_string))
-            .stdin(Stdio::from(self.sock_fd()?))
+            .stdin(Stdio::from(self.rounds.socket_fd()?))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         // Its own process group: the runtime's signals to the plugin's group do not reach it,
         // and it holds none of the runtime's pipes, so ADD's caller is not kept waiting.
         cmd.process_group(0);
         cmd.spawn().map(drop)
-    }
-
-    fn sock_fd(&self) -> std::io::Result<std::os::fd::OwnedFd> {
-        use std::os::fd::AsFd;
-        self.sock.as_fd().try_clone_to_owned()
     }
 }
 
@@ -139,29 +112,26 @@ fn parse(args: &[String]) -> Option<(Announcement, u32, Duration)> {
 }
 
 /// The helper's socket, on its stdin, if it really is a packet socket.
-fn packet_socket(stdin: &Stdin) -> Option<i32> {
-    let fd = stdin.as_raw_fd();
-    // The kernel may return a short sockaddr_ll: check the family, not the size.
-    let addr = getsockname::<SockaddrStorage>(fd).ok()?;
-    (addr.family() == Some(AddressFamily::Packet)).then_some(fd)
+fn packet_socket(ifname: &str) -> Option<PacketSocket> {
+    let stdin: OwnedFd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    PacketSocket::from_fd(stdin, ifname).ok()
 }
 
 /// The helper's main: sends the remaining rounds, stopping as soon as the interface is no
 /// longer the attachment's.
 pub fn run_followup(args: &[String]) -> ExitCode {
-    let Some((a, rounds, interval)) = parse(args) else {
+    let Some((a, count, interval)) = parse(args) else {
         eprintln!(
             "usage: spinel announce NETNS INODE IFNAME MARKER MAC INTERVAL_MS ROUNDS IP... <packet-socket"
         );
         return ExitCode::FAILURE;
     };
-    let stdin = std::io::stdin();
-    let Some(fd) = packet_socket(&stdin) else {
+    let Some(sock) = packet_socket(&a.ifname) else {
         eprintln!("spinel announce: stdin is not a packet socket");
         return ExitCode::FAILURE;
     };
-    let frames = garp::frames(a.mac, &a.addresses);
-    for _ in 0..rounds {
+    let rounds = Rounds::on_socket(sock, a.mac, &a.addresses);
+    for _ in 0..count {
         std::thread::sleep(interval);
         let Ok(ns) = NetNs::open(&a.netns) else {
             return ExitCode::SUCCESS;
@@ -173,11 +143,7 @@ pub fn run_followup(args: &[String]) -> ExitCode {
             .ok()
             .and_then(|mut s| s.link_by_name(&a.ifname).ok().flatten())
             .is_some_and(|l| l.alias.as_deref() == Some(a.marker.as_str()) && l.mac == Some(a.mac));
-        if !still_ours
-            || frames
-                .iter()
-                .any(|f| send(fd, f, MsgFlags::empty()).is_err())
-        {
+        if !still_ours || rounds.round().is_err() {
             return ExitCode::SUCCESS;
         }
     }

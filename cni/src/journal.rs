@@ -17,12 +17,12 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hostnet::mac::MacAddr;
 use hostnet::netlink::VfSettings;
 use hostnet::netns::NsId;
 use hostnet::sriov::{PciAddress, is_valid_ifname};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use spinel_wire::MacAddr;
 
 use crate::spec::env::is_valid_container_id;
 

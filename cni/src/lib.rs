@@ -8,7 +8,6 @@ pub mod announce;
 pub mod commands;
 pub mod config;
 pub mod device;
-pub mod garp;
 pub mod ipam;
 pub mod ipconfig;
 pub mod journal;

@@ -4,9 +4,9 @@
 
 use std::os::fd::AsFd;
 
-use hostnet::mac::MacAddr;
 use hostnet::netlink::{Link, LinkChange, NetlinkError, RouteSocket};
 use hostnet::netns::NetNs;
+use spinel_wire::MacAddr;
 
 use crate::journal::AttachmentKey;
 

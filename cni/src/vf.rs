@@ -9,10 +9,10 @@
 
 use std::os::fd::AsFd;
 
-use hostnet::mac::MacAddr;
 use hostnet::netlink::{Link, LinkChange, NetlinkError, RouteSocket};
 use hostnet::netns::NetNs;
 use hostnet::sriov::{PciAddress, Sysfs};
+use spinel_wire::MacAddr;
 
 use crate::journal::VfRecord;
 

@@ -6,7 +6,6 @@
 //! model read from sysfs ([`sriov`]), raw AF_PACKET sockets ([`packet`]), and RDMA: the nldev
 //! netlink socket and the RoCE GID table ([`rdma`]).
 
-pub mod mac;
 pub mod netlink;
 pub mod netns;
 pub mod packet;

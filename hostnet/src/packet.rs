@@ -22,26 +22,15 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use spinel_wire::ethertype;
+use spinel_wire::lldp::LldpGroup;
 
 use crate::netns::{NetNs, NetNsError};
 
 /// EtherType "every protocol" (`ETH_P_ALL`).
 pub const ETH_P_ALL: u16 = 0x0003;
-/// EtherType ARP.
-pub const ETH_P_ARP: u16 = 0x0806;
-/// EtherType IPv6 (for unsolicited neighbour advertisements).
-pub const ETH_P_IPV6: u16 = 0x86dd;
-/// EtherType LLDP.
-pub const ETH_P_LLDP: u16 = 0x88cc;
 /// `TC_PRIO_CONTROL` from `linux/pkt_sched.h`: the priority lldpd sends LLDP with.
 pub const TC_PRIO_CONTROL: u32 = 7;
-
-/// The LLDP group addresses: nearest bridge, nearest non-TPMR bridge, nearest customer bridge.
-pub const LLDP_GROUP_MACS: [[u8; 6]; 3] = [
-    [0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e],
-    [0x01, 0x80, 0xc2, 0x00, 0x00, 0x03],
-    [0x01, 0x80, 0xc2, 0x00, 0x00, 0x00],
-];
 
 // Kernel ABI constants (linux/if_packet.h, asm-generic/socket.h), spelled out because not every
 // libc release exports them.
@@ -88,19 +77,19 @@ const fn insn(code: u16, jt: u8, jf: u8, k: u32) -> BpfInsn {
 /// Accepts frames with EtherType 0x88cc (directly or behind one 802.1Q tag) sent to one of
 /// the three LLDP group addresses; drops everything else.
 pub const LLDP_FILTER: [BpfInsn; 13] = [
-    insn(BPF_LD_H_ABS, 0, 0, 12),       // 0: A = EtherType
-    insn(BPF_JEQ_K, 3, 0, 0x88cc),      // 1: LLDP? -> 5
-    insn(BPF_JEQ_K, 0, 9, 0x8100),      // 2: 802.1Q? else -> 12 (drop)
-    insn(BPF_LD_H_ABS, 0, 0, 16),       // 3: A = inner EtherType
-    insn(BPF_JEQ_K, 0, 7, 0x88cc),      // 4: LLDP? else -> 12
-    insn(BPF_LD_W_ABS, 0, 0, 0),        // 5: A = destination octets 0-3
-    insn(BPF_JEQ_K, 0, 5, 0x0180_c200), // 6: 01:80:c2:00? else -> 12
-    insn(BPF_LD_H_ABS, 0, 0, 4),        // 7: A = destination octets 4-5
-    insn(BPF_JEQ_K, 2, 0, 0x000e),      // 8: nearest bridge -> 11
-    insn(BPF_JEQ_K, 1, 0, 0x0003),      // 9: nearest non-TPMR bridge -> 11
-    insn(BPF_JEQ_K, 0, 1, 0x0000),      // 10: nearest customer bridge -> 11, else 12
-    insn(BPF_RET_K, 0, 0, 0x0004_0000), // 11: accept the whole frame
-    insn(BPF_RET_K, 0, 0, 0),           // 12: drop
+    insn(BPF_LD_H_ABS, 0, 0, 12),                  // 0: A = EtherType
+    insn(BPF_JEQ_K, 3, 0, ethertype::LLDP as u32), // 1: LLDP? -> 5
+    insn(BPF_JEQ_K, 0, 9, ethertype::VLAN as u32), // 2: 802.1Q? else -> 12 (drop)
+    insn(BPF_LD_H_ABS, 0, 0, 16),                  // 3: A = inner EtherType
+    insn(BPF_JEQ_K, 0, 7, ethertype::LLDP as u32), // 4: LLDP? else -> 12
+    insn(BPF_LD_W_ABS, 0, 0, 0),                   // 5: A = destination octets 0-3
+    insn(BPF_JEQ_K, 0, 5, 0x0180_c200),            // 6: 01:80:c2:00? else -> 12
+    insn(BPF_LD_H_ABS, 0, 0, 4),                   // 7: A = destination octets 4-5
+    insn(BPF_JEQ_K, 2, 0, 0x000e),                 // 8: nearest bridge -> 11
+    insn(BPF_JEQ_K, 1, 0, 0x0003),                 // 9: nearest non-TPMR bridge -> 11
+    insn(BPF_JEQ_K, 0, 1, 0x0000),                 // 10: nearest customer bridge -> 11, else 12
+    insn(BPF_RET_K, 0, 0, 0x0004_0000),            // 11: accept the whole frame
+    insn(BPF_RET_K, 0, 0, 0),                      // 12: drop
 ];
 
 /// How to set up a packet socket.
@@ -128,7 +117,7 @@ impl PacketConfig {
             protocol: ETH_P_ALL,
             filter: Some(LLDP_FILTER.to_vec()),
             lock_filter: true,
-            multicast: LLDP_GROUP_MACS.to_vec(),
+            multicast: LldpGroup::ALL.iter().map(|g| g.mac().0).collect(),
             priority: Some(TC_PRIO_CONTROL),
             ignore_outgoing: true,
         }
@@ -213,6 +202,15 @@ fn sockaddr_ll(protocol: u16, ifindex: u32) -> io::Result<libc::sockaddr_ll> {
     addr.sll_protocol = protocol.to_be();
     addr.sll_ifindex = libc::c_int::try_from(ifindex).map_err(io::Error::other)?;
     Ok(addr)
+}
+
+/// The six-octet hardware address in a bound `sockaddr_ll` (all zero if it has none).
+fn mac_of(addr: &libc::sockaddr_ll) -> [u8; 6] {
+    let mut mac = [0u8; 6];
+    if usize::from(addr.sll_halen) == 6 {
+        mac.copy_from_slice(&addr.sll_addr[..6]);
+    }
+    mac
 }
 
 impl PacketSocket {
@@ -345,9 +343,36 @@ impl PacketSocket {
         })
     }
 
-    /// The hardware address of the bound interface, as the kernel reports it for the socket.
-    fn bound_mac(fd: BorrowedFd<'_>) -> io::Result<[u8; 6]> {
+    /// Takes over a descriptor that another process opened (for example one passed as stdin),
+    /// after checking that it really is a bound `AF_PACKET` socket. `ifname` is only used in
+    /// messages: the socket may be bound in a namespace other than ours.
+    pub fn from_fd(fd: OwnedFd, ifname: &str) -> Result<Self, PacketError> {
+        let io_err = |operation: &'static str, source: io::Error| PacketError::Io {
+            operation,
+            ifname: ifname.to_owned(),
+            source,
+        };
+        let addr = Self::bound_address(fd.as_fd()).map_err(|e| io_err("getsockname", e))?;
+        if i32::from(addr.sll_family) != libc::AF_PACKET || addr.sll_ifindex <= 0 {
+            return Err(io_err(
+                "getsockname",
+                io::Error::other("the descriptor is not a bound packet socket"),
+            ));
+        }
+        let mac = mac_of(&addr);
+        Ok(Self {
+            fd,
+            ifindex: u32::try_from(addr.sll_ifindex).unwrap_or_default(),
+            ifname: ifname.to_owned(),
+            mac,
+        })
+    }
+
+    /// The socket's bound address. The kernel may return a short `sockaddr_ll`; the family
+    /// and index come first, so they are always there.
+    fn bound_address(fd: BorrowedFd<'_>) -> io::Result<libc::sockaddr_ll> {
         let mut addr = sockaddr_ll(0, 0)?;
+        addr.sll_family = 0;
         let mut len = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
         #[allow(unsafe_code)]
         // SAFETY: `addr` and `len` are valid for writes and `len` holds the buffer's size.
@@ -361,11 +386,12 @@ impl PacketSocket {
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut mac = [0u8; 6];
-        if usize::from(addr.sll_halen) == 6 {
-            mac.copy_from_slice(&addr.sll_addr[..6]);
-        }
-        Ok(mac)
+        Ok(addr)
+    }
+
+    /// The hardware address of the bound interface, as the kernel reports it for the socket.
+    fn bound_mac(fd: BorrowedFd<'_>) -> io::Result<[u8; 6]> {
+        Self::bound_address(fd).map(|addr| mac_of(&addr))
     }
 
     /// The interface index (in the socket's namespace).
@@ -499,6 +525,13 @@ mod tests {
     use std::process::Command;
 
     use super::*;
+
+    const LLDP_GROUP_MACS: [[u8; 6]; 3] = [
+        LldpGroup::NearestBridge.mac().0,
+        LldpGroup::NearestNonTpmrBridge.mac().0,
+        LldpGroup::NearestCustomerBridge.mac().0,
+    ];
+    const ETH_P_LLDP: u16 = ethertype::LLDP;
 
     fn require_root() {
         assert!(

@@ -16,10 +16,11 @@ use hostnet::packet::PacketSocket;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
-use topo_discovery::lldp::frame::{DEFAULT_MAX_LLDPDU, LldpFrame, LldpGroup, MacAddr, VlanTag};
-use topo_discovery::lldp::remote::{DEFAULT_MAX_NEIGHBORS, RxOutcome};
-use topo_discovery::lldp::{LocalSystem, RemoteTable, TxSchedule, TxTiming};
-use topo_discovery::neighbor::{
+use spinel_wire::MacAddr;
+use spinel_wire::lldp::frame::{DEFAULT_MAX_LLDPDU, LldpFrame, LldpGroup, VlanTag};
+use spinel_wire::lldp::remote::{DEFAULT_MAX_NEIGHBORS, RxOutcome};
+use spinel_wire::lldp::{LocalSystem, RemoteTable, TxSchedule, TxTiming};
+use spinel_wire::neighbor::{
     AppPriority, AppSelector, Capabilities, Capability, ChassisIdSubtype, Dcbx, EtsConfiguration,
     ManagementAddress, Neighbor, NeighborTable, Observer, PfcConfiguration, PortIdSubtype, Role,
     Tsa, VlanName,
@@ -726,8 +727,7 @@ fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
     }
     if args.dry_run {
         for (socket, wire, _) in &ports {
-            let decoded =
-                topo_discovery::lldp::decode_frame(wire).context("decode our own frame")?;
+            let decoded = spinel_wire::lldp::decode_frame(wire).context("decode our own frame")?;
             let hex: Vec<String> = wire.iter().map(|b| format!("{b:02x}")).collect();
             println!(
                 "# {}: {} octets\n{}",

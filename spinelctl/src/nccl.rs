@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use hostnet::netlink::RouteSocket;
 use hostnet::netns::NetNs;
-use hostnet::rdma::{NetnsMode, RdmaSocket};
-use spinel_cni::roce::{RoceInfo, discover, nccl_env_for};
+use hostnet::rdma::RdmaSocket;
+use spinel_node::roce::{RoceInfo, discover, nccl_env_for};
 
 /// Output format.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -57,14 +57,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     addresses.sort_by_key(|(name, ip)| (ip.is_ipv6(), name.clone()));
     let mode = RdmaSocket::open_in(&ns)
         .and_then(|mut s| s.netns_mode())
-        .map(|m| {
-            if m == NetnsMode::Exclusive {
-                "exclusive"
-            } else {
-                "shared"
-            }
-        })
-        .unwrap_or("unknown");
+        .ok();
     // sysfs describes the namespace that mounted it: read one mounted from inside.
     let found: Vec<RoceInfo> = ns
         .with_sysfs(|root: &Path| discover(root, &addresses, mode))

@@ -66,7 +66,7 @@ pub struct InferArgs {
     #[arg(long, value_enum, default_value_t = ObjectFormat::Yaml)]
     format: ObjectFormat,
     /// Prefix of Spinel's label keys.
-    #[arg(long, default_value = labels::DEFAULT_PREFIX, value_name = "PREFIX")]
+    #[arg(long, default_value = spinel_api::labels::DEFAULT_PREFIX, value_name = "PREFIX")]
     label_prefix: String,
     /// Write tier labels with Topograph's keys (fabric.topograph.run/tier-0 = closest).
     #[arg(long)]
@@ -109,12 +109,12 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn infer(args: &InferArgs) -> anyhow::Result<ExitCode> {
-    let label_options = labels::LabelOptions {
+    let label_options = spinel_api::labels::LabelOptions {
         prefix: args.label_prefix.clone(),
         keys: if args.topograph {
-            labels::KeyMode::Topograph
+            spinel_api::labels::KeyMode::Topograph
         } else {
-            labels::KeyMode::Spinel
+            spinel_api::labels::KeyMode::Spinel
         },
     };
     label_options.validate()?;

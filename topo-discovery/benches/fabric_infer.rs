@@ -10,10 +10,10 @@
 //! Peak memory is measured by `--bench fabric_memory`.
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use topo_discovery::fabric::labels::LabelOptions;
+use spinel_api::labels::LabelOptions;
+use spinel_wire::neighbor::NeighborTable;
 use topo_discovery::fabric::synthetic::SyntheticSpec;
 use topo_discovery::fabric::{FabricBuilder, InferOptions, labels, volcano};
-use topo_discovery::neighbor::NeighborTable;
 
 fn bench(c: &mut Criterion) {
     let options = InferOptions::default();

@@ -10,10 +10,10 @@
 use std::process::Command;
 use std::time::Instant;
 
-use topo_discovery::fabric::labels::LabelOptions;
+use spinel_api::labels::LabelOptions;
+use spinel_wire::neighbor::NeighborTable;
 use topo_discovery::fabric::synthetic::SyntheticSpec;
 use topo_discovery::fabric::{FabricBuilder, InferOptions, labels, volcano};
-use topo_discovery::neighbor::NeighborTable;
 
 const CHILD_ENV: &str = "SPINEL_FABRIC_MEMORY_CHILD";
 

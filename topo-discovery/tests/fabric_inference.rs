@@ -3,9 +3,9 @@
 // Test helpers panic on unexpected input: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use spinel_wire::neighbor::Role;
 use topo_discovery::fabric::synthetic::{Lab, TWO_RAIL_NICS};
 use topo_discovery::fabric::{Fabric, FindingKind, InferOptions, RailKey, Severity, infer, names};
-use topo_discovery::neighbor::Role;
 
 const NIC0: &str = TWO_RAIL_NICS[0];
 const NIC1: &str = TWO_RAIL_NICS[1];
@@ -411,11 +411,11 @@ fn hosts_seen_only_from_switch_tables_are_placed() {
         seen.system_name = Some("gpu01".into());
         seen.chassis_id = Lab::chassis_of("gpu01");
         seen.port_id.value = "ens1f0np0".into();
-        seen.capabilities = Some(topo_discovery::neighbor::Capabilities {
-            supported: vec![topo_discovery::neighbor::Capability::Station],
-            enabled: vec![topo_discovery::neighbor::Capability::Station],
+        seen.capabilities = Some(spinel_wire::neighbor::Capabilities {
+            supported: vec![spinel_wire::neighbor::Capability::Station],
+            enabled: vec![spinel_wire::neighbor::Capability::Station],
         });
-        leaf.ports.push(topo_discovery::neighbor::PortNeighbors {
+        leaf.ports.push(spinel_wire::neighbor::PortNeighbors {
             port: "swp1".into(),
             neighbors: vec![seen],
             counters: None,

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
+use spinel_wire::neighbor::{Capability, ChassisIdSubtype, PortIdSubtype, Role, SCHEMA};
 use topo_discovery::fabric::{FabricBuilder, FindingKind, InferOptions, LinkKind};
-use topo_discovery::neighbor::{Capability, ChassisIdSubtype, PortIdSubtype, Role, SCHEMA};
 use topo_discovery::sources::{self, Capture, Format, ParseOptions, SourceError};
 
 const SYSTEMS: [&str; 6] = ["spine01", "leaf01", "leaf02", "node01", "node02", "node03"];

@@ -8,12 +8,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use proptest::prelude::*;
-use topo_discovery::fabric::labels::{KeyMode, LabelOptions};
+use spinel_api::labels::{KeyMode, LabelOptions};
+use spinel_wire::neighbor::NeighborTable;
 use topo_discovery::fabric::synthetic::{Lab, SyntheticSpec, TWO_RAIL_NICS};
 use topo_discovery::fabric::{
     Fabric, FabricBuilder, InferOptions, dot, infer, json, kueue, labels, names, slurm, volcano,
 };
-use topo_discovery::neighbor::NeighborTable;
 
 const NIC0: &str = TWO_RAIL_NICS[0];
 const NIC1: &str = TWO_RAIL_NICS[1];

@@ -8,12 +8,13 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hostnet::mac::MacAddr;
 use hostnet::netlink::{Link, RouteSocket, VfSettings};
 use hostnet::netns::NetNs;
 use hostnet::rdma::NetnsMode;
 use hostnet::sriov::{Driver, PciAddress, VirtualFunction, is_valid_ifname};
 use serde_json::Value;
+use spinel_node::roce::{RoceInfo, resolve_gid};
+use spinel_wire::MacAddr;
 
 use crate::announce::{self, Announcer};
 use crate::config::{AttachMode, Config, GidPolicy};
@@ -26,7 +27,7 @@ use crate::journal::{
 use crate::macvlan;
 use crate::node::{Node, journal_error, pod_namespace};
 use crate::pf::{PfError, differences};
-use crate::roce::{self, RoceInfo};
+use crate::roce;
 use crate::settings::Settings;
 use crate::spec::env::Invocation;
 use crate::spec::error::chain;
@@ -532,7 +533,7 @@ fn finish(
         });
         if let Some(announcer) = &announcer {
             // First round as soon as the link has carrier: frames sent before are lost.
-            if !announce::wait_for_carrier(
+            if !spinel_node::announce::wait_for_carrier(
                 pod,
                 link.index,
                 Duration::from_millis(garp.carrier_timeout_ms),
@@ -580,7 +581,7 @@ fn finish(
                 Ok(info) => {
                     roce::publish(&node.settings.roce_info_dir, &record.key, &info)?;
                     if let Some(iface) = result.interfaces.get_mut(index) {
-                        iface.extra.insert("roce".into(), info.result_value());
+                        iface.extra.insert("roce".into(), roce::result_value(&info));
                     }
                 }
                 Err(e) if config.conf.rdma.gid == GidPolicy::Required => return Err(e),
@@ -645,21 +646,18 @@ fn find_roce(
     let timeout = Duration::from_millis(config.conf.rdma.gid_timeout_ms);
     let found = if exclusive {
         pod_ns
-            .with_sysfs(|root| roce::resolve_gid(root, devices, ifname, addr, timeout))
+            .with_sysfs(|root| resolve_gid(root, devices, ifname, addr, timeout))
             .map_err(|e| CniError::caused(ErrorCode::Kernel, "cannot read the pod's sysfs", &e))?
     } else {
-        roce::resolve_gid(&node.settings.sysfs_root, devices, ifname, addr, timeout)
+        resolve_gid(&node.settings.sysfs_root, devices, ifname, addr, timeout)
     }
     .map_err(roce::gid_error)?;
-    Ok(RoceInfo {
-        netdev: ifname.to_owned(),
-        rdma_device: found.port.device,
-        port: found.port.port,
-        gid_index: found.index,
-        gid: found.gid.to_string(),
-        address: addr,
-        netns_mode: if exclusive { "exclusive" } else { "shared" }.to_owned(),
-    })
+    let mode = if exclusive {
+        NetnsMode::Exclusive
+    } else {
+        NetnsMode::Shared
+    };
+    Ok(RoceInfo::from_gid(ifname, addr, found, Some(mode)))
 }
 
 /// The interface's policy routing, unless turned off.

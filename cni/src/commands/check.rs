@@ -179,10 +179,10 @@ fn gid_drift(
     let zero = std::time::Duration::ZERO;
     let found = if exclusive {
         pod_ns
-            .with_sysfs(|root| crate::roce::resolve_gid(root, devices, ifname, addr, zero))
+            .with_sysfs(|root| spinel_node::roce::resolve_gid(root, devices, ifname, addr, zero))
             .ok()
     } else {
-        Some(crate::roce::resolve_gid(
+        Some(spinel_node::roce::resolve_gid(
             &node.settings.sysfs_root,
             devices,
             ifname,

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use hostnet::mac::MacAddr;
 use hostnet::sriov::{PciAddress, is_valid_ifname};
 use serde::Deserialize;
 use serde_json::Value;
+use spinel_wire::MacAddr;
 
 use crate::spec::{CniError, ErrorCode, Version};
 

@@ -1,7 +1,7 @@
 //! The PF-side attributes of a VF (`ip link set PF vf N ...`), validated.
 
-use hostnet::mac::MacAddr;
 use hostnet::netlink::{VfLinkMode, VfSettings, VlanProto};
+use spinel_wire::MacAddr;
 
 use super::{NetConf, invalid};
 use crate::spec::CniError;

@@ -10,7 +10,7 @@ use netlink_packet_route::link::{
 };
 
 use super::{NetlinkError, RouteSocket};
-use crate::mac::MacAddr;
+use spinel_wire::MacAddr;
 
 /// A network interface as the kernel reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]

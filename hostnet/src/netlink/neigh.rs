@@ -9,7 +9,7 @@ use netlink_packet_route::neighbour::{
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::{NetlinkError, RouteSocket};
-use crate::mac::MacAddr;
+use spinel_wire::MacAddr;
 
 /// One neighbour entry.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use std::os::fd::AsFd;
 use std::process::Command;
 
 use super::*;
-use crate::mac::MacAddr;
 use crate::netns::NetNs;
+use spinel_wire::MacAddr;
 
 /// A namespace pinned under a temp dir, removed on drop.
 struct TestNs {

@@ -15,7 +15,7 @@ use netlink_packet_route::link::{
 use serde::{Deserialize, Serialize};
 
 use super::{NetlinkError, RouteSocket};
-use crate::mac::MacAddr;
+use spinel_wire::MacAddr;
 
 /// The VLAN tag protocol the PF inserts for the VF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -8,8 +8,10 @@ use super::message::RdmaMessage;
 use crate::netlink::{NetlinkError, Socket};
 use crate::netns::{NetNs, NetNsError};
 
-/// The RDMA subsystem's network namespace mode (`rdma system set netns ...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The RDMA subsystem's network namespace mode (`rdma system set netns ...`), written
+/// `exclusive` or `shared` as `rdma system show` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum NetnsMode {
     /// Each RDMA device belongs to one namespace and can be moved (what SR-IOV pods need).
     Exclusive,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use spinel_netns_tests::Sandbox;
 use spinel_netns_tests::lldpd::{self, Lldpd, json0_value, spinelctl, wait_until};
-use topo_discovery::neighbor::{
+use spinel_wire::neighbor::{
     AppPriority, AppSelector, Capability, ChassisIdSubtype, EtsConfiguration, EtsRecommendation,
     ManagementAddress, NeighborTable, PfcConfiguration, PortIdSubtype, Role, SCHEMA, Tsa,
 };

@@ -8,10 +8,10 @@
 use std::time::Duration;
 
 use hostnet::netns::NetNs;
-use hostnet::packet::{LLDP_GROUP_MACS, PacketConfig, PacketSocket};
+use hostnet::packet::{PacketConfig, PacketSocket};
 use spinel_netns_tests::Sandbox;
 use spinel_netns_tests::lldpd::{self, Lldpd, wait_until};
-use topo_discovery::lldp::decode_frame;
+use spinel_wire::lldp::{LldpGroup, decode_frame};
 
 fn tlv(t: u8, value: &[u8]) -> Vec<u8> {
     let mut v = ((u16::from(t) << 9) | value.len() as u16)
@@ -268,7 +268,7 @@ fn every_lldpdu_lldpd_discards_we_reject_too() {
     let mut failures = Vec::new();
     for (name, pdu, expected) in cases() {
         let mut frame = Vec::new();
-        frame.extend_from_slice(&LLDP_GROUP_MACS[0]);
+        frame.extend_from_slice(&LldpGroup::NearestBridge.mac().0);
         frame.extend_from_slice(&tx.mac());
         frame.extend_from_slice(&0x88ccu16.to_be_bytes());
         frame.extend_from_slice(&pdu);

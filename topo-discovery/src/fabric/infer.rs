@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::neighbor::{ChassisId, ChassisIdSubtype, PortIdSubtype, Role};
+use spinel_wire::neighbor::{ChassisId, ChassisIdSubtype, PortIdSubtype, Role};
 
 use super::ingest::{FabricBuilder, NONE, RawNeighbor, caps};
 use super::model::{

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::neighbor::{Capability, ChassisIdSubtype, NeighborTable, Observer, PortId, Role};
+use spinel_wire::neighbor::{Capability, ChassisIdSubtype, NeighborTable, Observer, PortId, Role};
 
 use super::Fabric;
 use super::InferOptions;

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::neighbor::ChassisId;
+use spinel_wire::neighbor::ChassisId;
 
 use super::model::{Fabric, Finding, HostIdx, LinkKind};
 use super::report::tier_name;

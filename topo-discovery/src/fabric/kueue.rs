@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use super::labels::LabelOptions;
 use super::model::Fabric;
+use spinel_api::labels::LabelOptions;
 
 /// API version of the Topology CRD.
 pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";

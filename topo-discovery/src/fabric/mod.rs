@@ -35,7 +35,7 @@ pub use model::{
 };
 pub use report::tier_name;
 
-use crate::neighbor::NeighborTable;
+use spinel_wire::neighbor::NeighborTable;
 
 /// How NICs are assigned to rails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::neighbor::ChassisId;
+use spinel_wire::neighbor::ChassisId;
 
 /// Index into [`Fabric::switches`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -5,7 +5,7 @@
 //! Tables are generated one at a time, so a 100k-host fabric can be streamed into a
 //! [`super::FabricBuilder`] without holding every table.
 
-use crate::neighbor::{
+use spinel_wire::neighbor::{
     Capabilities, Capability, ChassisId, ChassisIdSubtype, Neighbor, NeighborTable, Observer,
     PortId, PortIdSubtype, PortNeighbors, Role, SCHEMA,
 };

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::labels::LabelOptions;
 use super::model::{Fabric, HostIdx};
 use super::report::tier_name;
+use spinel_api::labels::LabelOptions;
 
 /// API version of the HyperNode CRD.
 pub const API_VERSION: &str = "topology.volcano.sh/v1alpha1";

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::fabric::AdvertisedPort;
 use crate::fabric::names::natural_cmp;
-use crate::neighbor::{
+use spinel_wire::neighbor::{
     Capabilities, Capability, ChassisId, ChassisIdSubtype, Dcbx, ManagementAddress, Neighbor,
     NeighborTable, Observer, PortId, PortIdSubtype, PortNeighbors, Role, SCHEMA, UnknownTlv,
     VlanName,

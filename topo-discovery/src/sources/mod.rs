@@ -15,7 +15,7 @@ pub mod lldpd;
 use serde_json::Value;
 
 use crate::fabric::{AdvertisedPort, FabricBuilder};
-use crate::neighbor::{NeighborTable, SCHEMA};
+use spinel_wire::neighbor::{NeighborTable, SCHEMA};
 
 /// Which format a capture came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use libfuzzer_sys::fuzz_target;
-use topo_discovery::lldp::{Lldpdu, LocalSystem, RemoteTable, decode_frame};
-use topo_discovery::neighbor::Neighbor;
+use spinel_wire::lldp::{Lldpdu, LocalSystem, RemoteTable, decode_frame};
+use spinel_wire::neighbor::Neighbor;
 
 fn check(pdu: &Lldpdu<'_>) {
     let wire = pdu.to_vec().expect("a decoded LLDPDU must re-encode");

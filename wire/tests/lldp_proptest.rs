@@ -10,16 +10,17 @@ use std::time::{Duration, Instant};
 
 use proptest::collection::vec;
 use proptest::prelude::*;
-use topo_discovery::lldp::basic::{ChassisId, ManagementAddress, PortId, SystemCapabilities};
-use topo_discovery::lldp::dcbx::{
+use spinel_wire::MacAddr;
+use spinel_wire::lldp::basic::{ChassisId, ManagementAddress, PortId, SystemCapabilities};
+use spinel_wire::lldp::dcbx::{
     AppEntry, AppPriorityTable, EtsConfiguration, EtsRecommendation, EtsTables, PfcConfiguration,
 };
-use topo_discovery::lldp::org::{LinkAggregation, MacPhy, OrgTlv, Oui, VlanName};
-use topo_discovery::lldp::remote::RxOutcome;
-use topo_discovery::lldp::{
-    LldpFrame, LldpGroup, Lldpdu, LocalSystem, MacAddr, RemoteTable, Tlv, decode_frame,
+use spinel_wire::lldp::org::{LinkAggregation, MacPhy, OrgTlv, Oui, VlanName};
+use spinel_wire::lldp::remote::RxOutcome;
+use spinel_wire::lldp::{
+    LldpFrame, LldpGroup, Lldpdu, LocalSystem, RemoteTable, Tlv, decode_frame,
 };
-use topo_discovery::neighbor::{ChassisIdSubtype, Neighbor, Observer, PortIdSubtype};
+use spinel_wire::neighbor::{ChassisIdSubtype, Neighbor, Observer, PortIdSubtype};
 
 fn chassis_subtype() -> impl Strategy<Value = ChassisIdSubtype> {
     prop_oneof![
@@ -276,7 +277,7 @@ fn frame_of(pdu: Lldpdu<'static>, vlan: bool) -> LldpFrame<'static> {
     LldpFrame {
         destination: LldpGroup::NearestBridge,
         source: MacAddr([0x02, 0, 0, 0, 0, 1]),
-        vlan: vlan.then_some(topo_discovery::lldp::VlanTag {
+        vlan: vlan.then_some(spinel_wire::lldp::VlanTag {
             pcp: 7,
             dei: false,
             vid: 100,

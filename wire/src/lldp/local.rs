@@ -14,9 +14,9 @@ use super::basic::{self, ManagementAddress, SystemCapabilities};
 use super::convert::{self, family};
 use super::dcbx::{self, AppEntry, AppPriorityTable, EtsTables};
 use super::error::EncodeError;
-use super::frame::MacAddr;
 use super::lldpdu::{Lldpdu, Tlv};
 use super::org::{self, OrgTlv, Oui};
+use crate::mac::MacAddr;
 use crate::neighbor::{
     self, Capabilities, ChassisId, ChassisIdSubtype, Dcbx, Neighbor, PortId, PortIdSubtype,
     UnknownTlv,

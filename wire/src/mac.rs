@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A 48-bit Ethernet MAC address, written `aa:bb:cc:dd:ee:ff`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct MacAddr(pub [u8; 6]);
 
 impl MacAddr {
@@ -89,7 +89,9 @@ mod tests {
     #[test]
     fn parses_and_prints() {
         let mac: MacAddr = "0A:58:0a:00:00:FF".parse().unwrap();
+        assert_eq!(mac.0, [0x0a, 0x58, 0x0a, 0, 0, 0xff]);
         assert_eq!(mac.to_string(), "0a:58:0a:00:00:ff");
+        assert_eq!("0a-58-0a-00-00-ff".parse::<MacAddr>().unwrap(), mac);
         assert!(mac.is_valid_unicast());
         for bad in [
             "",
@@ -97,6 +99,7 @@ mod tests {
             "0a:58:0a:00:00:ff:01",
             "0a:58:0a:00:00:g1",
             "0a5:8:0a:00:00:ff",
+            "0c::",
         ] {
             assert!(bad.parse::<MacAddr>().is_err(), "{bad}");
         }

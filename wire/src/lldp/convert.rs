@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::dcbx::{AppEntry, AppPriorityTable, EtsTables, selector};
-use super::frame::MacAddr;
 use super::lldpdu::{Lldpdu, Tlv};
 use super::org;
+use crate::mac::MacAddr;
 use crate::neighbor::{
     self, AppPriority, AppSelector, Capabilities, Capability, ChassisId, ChassisIdSubtype,
     EtsConfiguration, EtsRecommendation, Neighbor, PfcConfiguration, PortId, PortIdSubtype, Tsa,

@@ -241,7 +241,8 @@ mod tests {
 
     use super::*;
     use crate::lldp::basic::{ChassisId, PortId};
-    use crate::lldp::frame::{LldpFrame, LldpGroup, MacAddr};
+    use crate::lldp::frame::{LldpFrame, LldpGroup};
+    use crate::mac::MacAddr;
     use crate::neighbor::{ChassisIdSubtype, PortIdSubtype};
 
     fn pdu(chassis: u8, port: &str, ttl: u16) -> Lldpdu<'static> {

@@ -9,10 +9,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use hostnet::mac::MacAddr;
-
-const ETH_P_ARP: u16 = 0x0806;
-const ETH_P_IPV6: u16 = 0x86dd;
+use crate::ethertype::{ARP as ETH_P_ARP, IPV6 as ETH_P_IPV6};
+use crate::mac::MacAddr;
 
 fn ethernet(dst: MacAddr, src: MacAddr, ethertype: u16, out: &mut Vec<u8>) {
     out.extend_from_slice(&dst.octets());

@@ -5,13 +5,13 @@
 # list: the machine's apt configuration is not touched), builds its daemon library, links
 # lldpd_decode_bench.c against lldp_decode(), then runs it and the criterion benchmark.
 #
-# Usage (Debian 12, from the repository root): topo-discovery/benches/lldpd_peer/compare.sh
+# Usage (Debian 12, from the repository root): wire/benches/lldpd_peer/compare.sh
 # Needs: gcc, make, and the Debian mirror. Set WORK to keep the build elsewhere than /tmp.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 repo=$PWD
 work=${WORK:-/tmp/spinel-lldpd-peer}
-frame=$repo/topo-discovery/fuzz/seeds/lldp_decode/switch-typical.bin
+frame=$repo/wire/fuzz/seeds/lldp_decode/switch-typical.bin
 version=$(dpkg-query -W -f='${Version}' lldpd 2>/dev/null || echo 1.0.16-1+deb12u1)
 upstream=${version%%-*}
 
@@ -32,12 +32,12 @@ if [ ! -x "$work/lldpd_decode_bench" ]; then
       --enable-dot1 --enable-dot3 --enable-custom --enable-lldpmed CFLAGS="-O2 -g" \
     && make -s -j"$(nproc)") > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; exit 1; }
   gcc -O2 -I"$src" -I"$src/include" -I"$src/src" -I"$src/src/daemon" \
-    -o "$work/lldpd_decode_bench" "$repo/topo-discovery/benches/lldpd_peer/lldpd_decode_bench.c" \
+    -o "$work/lldpd_decode_bench" "$repo/wire/benches/lldpd_peer/lldpd_decode_bench.c" \
     "$src/src/daemon/.libs/liblldpd.a" "$src/src/.libs/libcommon-daemon-lib.a" \
     "$src/src/compat/.libs/libcompat.a" "$src/libevent/.libs/libevent.a"
 fi
 
 echo "== lldpd $version: lldp_decode() on $(basename "$frame")"
 "$work/lldpd_decode_bench" "$frame" 5000000
-echo "== spinel: cargo bench -p topo-discovery --bench lldp_decode"
-cargo bench -p topo-discovery --bench lldp_decode -- --noplot 2>&1 | grep -E '^lldp_|time:|thrpt:'
+echo "== spinel: cargo bench -p spinel-wire --bench lldp_decode"
+cargo bench -p spinel-wire --bench lldp_decode -- --noplot 2>&1 | grep -E '^lldp_|time:|thrpt:'

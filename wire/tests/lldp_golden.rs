@@ -1,9 +1,10 @@
 //! The hand-computed worked example of research §2.6: a leaf port advertising RoCE in the
 //! NVIDIA style. Decoded field by field, converted to the schema, and re-encoded byte for byte.
 
-use topo_discovery::lldp::dcbx::{AppEntry, selector};
-use topo_discovery::lldp::{LldpFrame, LldpGroup, MacAddr, Tlv, decode_frame};
-use topo_discovery::neighbor::{ChassisIdSubtype, Neighbor, PortIdSubtype};
+use spinel_wire::MacAddr;
+use spinel_wire::lldp::dcbx::{AppEntry, selector};
+use spinel_wire::lldp::{LldpFrame, LldpGroup, Tlv, decode_frame};
+use spinel_wire::neighbor::{ChassisIdSubtype, Neighbor, PortIdSubtype};
 
 #[rustfmt::skip]
 const WORKED_EXAMPLE: &[u8] = &[

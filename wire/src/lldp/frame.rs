@@ -1,58 +1,15 @@
 //! Ethernet framing of LLDPDUs: the three LLDP group addresses, EtherType 0x88cc, an optional
 //! 802.1Q tag, and padding to the 60-octet minimum on transmit.
 
-use std::fmt;
-use std::str::FromStr;
-
 use super::error::{EncodeError, FrameError};
 use super::lldpdu::Lldpdu;
+use crate::ethertype::{LLDP as ETHERTYPE_LLDP, VLAN as ETHERTYPE_VLAN};
+use crate::mac::MacAddr;
 
-/// LLDP's EtherType.
-pub const ETHERTYPE_LLDP: u16 = 0x88cc;
-/// 802.1Q C-tag TPID.
-pub const ETHERTYPE_VLAN: u16 = 0x8100;
 /// Shortest Ethernet frame without FCS; shorter frames are padded.
 pub const MIN_FRAME_LEN: usize = 60;
 /// Largest LLDPDU sent by default: one standard-MTU payload.
 pub const DEFAULT_MAX_LLDPDU: usize = 1500;
-
-/// A MAC address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct MacAddr(pub [u8; 6]);
-
-impl fmt::Display for MacAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let [a, b, c, d, e, g] = self.0;
-        write!(f, "{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{g:02x}")
-    }
-}
-
-/// A string that is not a MAC address.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not a MAC address (expected six hex octets like 0c:42:a1:00:00:01)")]
-pub struct MacParseError(pub String);
-
-impl FromStr for MacAddr {
-    type Err = MacParseError;
-
-    /// Parses `aa:bb:cc:dd:ee:ff` (also with `-` separators).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || MacParseError(s.to_owned());
-        let mut mac = [0u8; 6];
-        let mut parts = s.split([':', '-']);
-        for slot in &mut mac {
-            let part = parts.next().ok_or_else(err)?;
-            if part.is_empty() || part.len() > 2 {
-                return Err(err());
-            }
-            *slot = u8::from_str_radix(part, 16).map_err(|_| err())?;
-        }
-        if parts.next().is_some() {
-            return Err(err());
-        }
-        Ok(Self(mac))
-    }
-}
 
 /// The LLDP group destination addresses (the agent types of 802.1AB).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -216,23 +173,6 @@ impl LldpFrame<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mac_parse_and_display() {
-        let m: MacAddr = "0c:42:A1:00:00:01".parse().unwrap();
-        assert_eq!(m.0, [0x0c, 0x42, 0xa1, 0, 0, 1]);
-        assert_eq!(m.to_string(), "0c:42:a1:00:00:01");
-        assert_eq!("0c-42-a1-00-00-01".parse::<MacAddr>().unwrap(), m);
-        for bad in [
-            "",
-            "0c:42:a1:00:00",
-            "0c:42:a1:00:00:01:02",
-            "0c:42:a1:00:00:1g",
-            "0c::",
-        ] {
-            assert!(bad.parse::<MacAddr>().is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn groups_round_trip() {

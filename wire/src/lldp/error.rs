@@ -5,8 +5,8 @@
 
 use std::fmt;
 
-use super::frame::MacAddr;
 use super::org::Oui;
+use crate::mac::MacAddr;
 
 /// What kind of TLV an error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -5,7 +5,7 @@
 //!   the same checks as the fuzz target: no panic, and a decoded LLDPDU survives an
 //!   encode/decode round trip unchanged.
 //! - The seed files are our own frames, generated here; the test fails when they are stale.
-//!   Regenerate with `SPINEL_WRITE_SEEDS=1 cargo test -p topo-discovery --test lldp_corpus`.
+//!   Regenerate with `SPINEL_WRITE_SEEDS=1 cargo test -p spinel-wire --test lldp_corpus`.
 
 // Corpus plumbing fails loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -13,10 +13,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use topo_discovery::lldp::{
-    LldpFrame, LldpGroup, Lldpdu, LocalSystem, MacAddr, RemoteTable, VlanTag, decode_frame,
+use spinel_wire::MacAddr;
+use spinel_wire::lldp::{
+    LldpFrame, LldpGroup, Lldpdu, LocalSystem, RemoteTable, VlanTag, decode_frame,
 };
-use topo_discovery::neighbor::{
+use spinel_wire::neighbor::{
     AppPriority, AppSelector, Capabilities, Capability, ChassisId, ChassisIdSubtype, Dcbx,
     EtsConfiguration, EtsRecommendation, LinkAggregation, MacPhy, ManagementAddress, Neighbor,
     PfcConfiguration, PortId, PortIdSubtype, Tsa, UnknownTlv, VlanName,
@@ -332,7 +333,7 @@ fn seed_corpus_is_current() {
     }
     assert!(
         stale.is_empty(),
-        "stale or missing seeds {stale:?}: run SPINEL_WRITE_SEEDS=1 cargo test -p topo-discovery --test lldp_corpus"
+        "stale or missing seeds {stale:?}: run SPINEL_WRITE_SEEDS=1 cargo test -p spinel-wire --test lldp_corpus"
     );
 }
 

@@ -27,7 +27,7 @@ pub mod tx;
 mod validate;
 
 pub use error::{DecodeError, EncodeError, Expected, FrameError, TlvError, TlvKind};
-pub use frame::{LldpFrame, LldpGroup, MacAddr, VlanTag, decode_frame};
+pub use frame::{LldpFrame, LldpGroup, VlanTag, decode_frame};
 pub use lldpdu::{Lldpdu, Tlv};
 pub use local::LocalSystem;
 pub use remote::RemoteTable;

@@ -1,0 +1,12 @@
+//! Node facts and node actions shared by the CNI plugin, the fabric agent and `spinelctl`.
+//!
+//! - [`roce`]: which interfaces are RoCE (a RoCE v2 GID for their address), their RDMA device,
+//!   port and GID index, the NCCL settings that follow, and the per-attachment records the CNI
+//!   publishes for workloads and for the agent.
+//! - [`announce`]: gratuitous ARP / unsolicited NA rounds on one interface of one namespace
+//!   (frames from `spinel_wire::garp`, the socket from `hostnet::packet`).
+//!
+//! Kernel access goes through `hostnet`; this crate decides what to read and what it means.
+
+pub mod announce;
+pub mod roce;

@@ -1,0 +1,308 @@
+//! RoCE facts of an interface: its RDMA device, port and RoCE v2 GID index, the NCCL settings
+//! that follow from them, and the per-attachment records the CNI publishes on the host.
+
+use std::fs;
+use std::net::IpAddr;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hostnet::rdma::NetnsMode;
+use hostnet::rdma::gid::{GidError, GidMatch, GidQuery, RdmaSysfs};
+use serde::{Deserialize, Serialize};
+
+/// What workloads need to use one RoCE interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoceInfo {
+    /// The interface (in the pod, for a pod attachment).
+    pub netdev: String,
+    /// Its RDMA device.
+    pub rdma_device: String,
+    /// The device's port.
+    pub port: u32,
+    /// The RoCE v2 GID index of the interface's address.
+    pub gid_index: u32,
+    /// That GID.
+    pub gid: String,
+    /// The address it belongs to.
+    pub address: IpAddr,
+    /// The node's RDMA namespace mode, when it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns_mode: Option<NetnsMode>,
+}
+
+impl RoceInfo {
+    /// The facts of `found` for `netdev`'s address `address`.
+    pub fn from_gid(
+        netdev: &str,
+        address: IpAddr,
+        found: GidMatch,
+        netns_mode: Option<NetnsMode>,
+    ) -> Self {
+        Self {
+            netdev: netdev.to_owned(),
+            rdma_device: found.port.device,
+            port: found.port.port,
+            gid_index: found.index,
+            gid: found.gid.to_string(),
+            address,
+            netns_mode,
+        }
+    }
+
+    /// NCCL settings for this interface alone (`NCCL_IB_HCA` with `=` for an exact match, so
+    /// `mlx5_1` does not also select `mlx5_10`).
+    pub fn nccl_env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "NCCL_IB_HCA".into(),
+                format!("={}:{}", self.rdma_device, self.port),
+            ),
+            ("NCCL_IB_GID_INDEX".into(), self.gid_index.to_string()),
+            ("NCCL_SOCKET_IFNAME".into(), format!("={}", self.netdev)),
+        ]
+    }
+}
+
+/// NCCL settings for all of a pod's RoCE interfaces together. `NCCL_IB_HCA` lists each device
+/// and port with `=` (exact names); `NCCL_IB_GID_INDEX` is one value for every HCA, so when
+/// the interfaces' indices differ (shared-mode pods, mixed tables) it is left to NCCL's own
+/// selection, restricted to RoCE v2 GIDs of the pod's address family.
+pub fn nccl_env_for(infos: &[RoceInfo]) -> Vec<(String, String)> {
+    let mut infos: Vec<&RoceInfo> = infos.iter().collect();
+    infos.sort_by(|a, b| a.netdev.cmp(&b.netdev));
+    let Some(first) = infos.first() else {
+        return Vec::new();
+    };
+    let hcas = infos
+        .iter()
+        .map(|i| format!("{}:{}", i.rdma_device, i.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    let ifnames = infos
+        .iter()
+        .map(|i| i.netdev.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut env = vec![("NCCL_IB_HCA".to_owned(), format!("={hcas}"))];
+    if infos.iter().all(|i| i.gid_index == first.gid_index) {
+        env.push(("NCCL_IB_GID_INDEX".into(), first.gid_index.to_string()));
+    } else {
+        env.push(("NCCL_IB_GID_INDEX".into(), "-1".into()));
+        env.push(("NCCL_IB_ROCE_VERSION_NUM".into(), "2".into()));
+        let family = if infos.iter().all(|i| i.address.is_ipv4()) {
+            "AF_INET"
+        } else {
+            "AF_INET6"
+        };
+        env.push(("NCCL_IB_ADDR_FAMILY".into(), family.into()));
+    }
+    env.push(("NCCL_SOCKET_IFNAME".into(), format!("={ifnames}")));
+    env
+}
+
+/// The RoCE interfaces among `addresses` (netdev, address): each one whose address has a RoCE
+/// v2 GID on that netdev in any RDMA device under the sysfs at `root`. The first address of a
+/// netdev that has one wins.
+pub fn discover(
+    root: &Path,
+    addresses: &[(String, IpAddr)],
+    netns_mode: Option<NetnsMode>,
+) -> Result<Vec<RoceInfo>, GidError> {
+    let sysfs = RdmaSysfs::new(root);
+    let mut out: Vec<RoceInfo> = Vec::new();
+    for (netdev, addr) in addresses {
+        if out.iter().any(|i| &i.netdev == netdev) {
+            continue;
+        }
+        let query = GidQuery {
+            device: None,
+            netdev: netdev.clone(),
+            addr: *addr,
+        };
+        if let Some(found) = sysfs.resolve(&query)? {
+            out.push(RoceInfo::from_gid(netdev, *addr, found, netns_mode));
+        }
+    }
+    Ok(out)
+}
+
+/// Finds the RoCE v2 GID of `addr` on `netdev` among `devices`, reading sysfs under `root`,
+/// waiting up to `timeout` because the kernel fills the table after the address is added.
+pub fn resolve_gid(
+    root: &Path,
+    devices: &[String],
+    netdev: &str,
+    addr: IpAddr,
+    timeout: Duration,
+) -> Result<GidMatch, GidError> {
+    // A VF has one RDMA device; with several, netdev and address still pick the entry.
+    let device = match devices {
+        [one] => Some(one.clone()),
+        _ => None,
+    };
+    let query = GidQuery {
+        device,
+        netdev: netdev.to_owned(),
+        addr,
+    };
+    RdmaSysfs::new(root).resolve_wait(&query, timeout, Duration::from_millis(10))
+}
+
+/// Writing or naming a published record failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// A name that cannot be a single path component.
+    #[error("{what} {value:?} cannot name a RoCE record (empty, `.`/`..`, or contains `/`)")]
+    BadName {
+        /// Which part of the name.
+        what: &'static str,
+        /// The value.
+        value: String,
+    },
+    /// The file system refused.
+    #[error("cannot write {path}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The files of one attachment's record: `<dir>/<containerID>/<ifname>.json` and `.env`.
+/// Both names are checked to be single path components before any path is built.
+pub fn record_paths(
+    dir: &Path,
+    container_id: &str,
+    ifname: &str,
+) -> Result<(PathBuf, PathBuf), RecordError> {
+    for (what, value) in [("container ID", container_id), ("interface name", ifname)] {
+        if value.is_empty() || value == "." || value == ".." || value.contains(['/', '\0']) {
+            return Err(RecordError::BadName {
+                what,
+                value: value.to_owned(),
+            });
+        }
+    }
+    let base = dir.join(container_id);
+    Ok((
+        base.join(format!("{ifname}.json")),
+        base.join(format!("{ifname}.env")),
+    ))
+}
+
+/// Writes an attachment's RoCE details where workloads (and `spinelctl nccl-env`) read them.
+pub fn publish(
+    dir: &Path,
+    container_id: &str,
+    ifname: &str,
+    info: &RoceInfo,
+) -> Result<(), RecordError> {
+    let (json_path, env_path) = record_paths(dir, container_id, ifname)?;
+    let fail = |path: &Path| {
+        let path = path.to_owned();
+        move |source| RecordError::Io { path, source }
+    };
+    if let Some(parent) = json_path.parent() {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent)
+            .map_err(fail(parent))?;
+    }
+    let json =
+        serde_json::to_vec_pretty(info).map_err(|e| fail(&json_path)(std::io::Error::other(e)))?;
+    fs::write(&json_path, json).map_err(fail(&json_path))?;
+    let env: String = info
+        .nccl_env()
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .collect();
+    fs::write(&env_path, env).map_err(fail(&env_path))
+}
+
+/// Removes an attachment's record (and its container directory when empty). Missing files are
+/// not an error: removal is idempotent.
+pub fn unpublish(dir: &Path, container_id: &str, ifname: &str) {
+    let Ok((json_path, env_path)) = record_paths(dir, container_id, ifname) else {
+        return;
+    };
+    let _ = fs::remove_file(&json_path);
+    let _ = fs::remove_file(&env_path);
+    if let Some(parent) = json_path.parent() {
+        let _ = fs::remove_dir(parent);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(netdev: &str, dev: &str, index: u32) -> RoceInfo {
+        RoceInfo {
+            netdev: netdev.into(),
+            rdma_device: dev.into(),
+            port: 1,
+            gid_index: index,
+            gid: String::new(),
+            address: "10.0.0.1".parse().unwrap(),
+            netns_mode: Some(NetnsMode::Shared),
+        }
+    }
+
+    #[test]
+    fn pod_wide_hints() {
+        let same = nccl_env_for(&[info("net2", "mlx5_4", 3), info("net1", "mlx5_3", 3)]);
+        assert_eq!(same[0].1, "=mlx5_3:1,mlx5_4:1");
+        assert_eq!(same[1], ("NCCL_IB_GID_INDEX".into(), "3".into()));
+        assert_eq!(same.last().unwrap().1, "=net1,net2");
+        let mixed = nccl_env_for(&[info("net1", "mlx5_3", 3), info("net2", "mlx5_4", 5)]);
+        assert_eq!(mixed[1].1, "-1", "NCCL chooses per HCA when indices differ");
+        assert!(mixed.contains(&("NCCL_IB_ROCE_VERSION_NUM".into(), "2".into())));
+        assert!(nccl_env_for(&[]).is_empty());
+    }
+
+    #[test]
+    fn records_are_published_and_removed() {
+        let info = RoceInfo {
+            netdev: "net1".into(),
+            rdma_device: "mlx5_1".into(),
+            port: 1,
+            gid_index: 3,
+            gid: "::ffff:10.56.0.5".into(),
+            address: "10.56.0.5".parse().unwrap(),
+            netns_mode: Some(NetnsMode::Exclusive),
+        };
+        let env = info.nccl_env();
+        assert_eq!(env[0], ("NCCL_IB_HCA".into(), "=mlx5_1:1".into()));
+        assert_eq!(env[1], ("NCCL_IB_GID_INDEX".into(), "3".into()));
+        let dir = tempfile::tempdir().unwrap();
+        publish(dir.path(), "c1", "net1", &info).unwrap();
+        let text = fs::read_to_string(dir.path().join("c1/net1.env")).unwrap();
+        assert!(text.contains("NCCL_IB_GID_INDEX=3\n"), "{text}");
+        let json = fs::read_to_string(dir.path().join("c1/net1.json")).unwrap();
+        assert!(json.contains("\"netnsMode\": \"exclusive\""), "{json}");
+        let back: RoceInfo = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, info);
+        unpublish(dir.path(), "c1", "net1");
+        assert!(!dir.path().join("c1").exists());
+    }
+
+    #[test]
+    fn record_names_must_be_one_path_component() {
+        let dir = Path::new("/run/spinel/roce");
+        for (cid, ifname) in [("..", "net1"), ("a/b", "net1"), ("c1", ""), ("c1", "../x")] {
+            assert!(
+                matches!(
+                    record_paths(dir, cid, ifname),
+                    Err(RecordError::BadName { .. })
+                ),
+                "{cid:?} {ifname:?}"
+            );
+        }
+        assert!(record_paths(dir, "c1", "net1").is_ok());
+    }
+}
