@@ -4,7 +4,7 @@
 
 use std::os::fd::AsFd;
 
-use hostnet::netlink::{Link, LinkChange, NetlinkError, RouteSocket};
+use hostnet::netlink::{Link, LinkChange, NetlinkError, NetlinkErrorKind, RouteSocket};
 use hostnet::netns::NetNs;
 use spinel_wire::MacAddr;
 
@@ -44,7 +44,9 @@ pub fn create(
         .ok_or_else(|| PlugError::NoMaster(master.to_owned()))?;
     match host.create_macvlan(pf.index, &key.ifname, pod_ns.as_fd(), mtu, mac) {
         Ok(()) => {}
-        Err(e) if e.is(libc::EEXIST) => return Err(PlugError::NameTaken(key.ifname.clone())),
+        Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists => {
+            return Err(PlugError::NameTaken(key.ifname.clone()));
+        }
         Err(e) => return Err(e.into()),
     }
     let link = pod
@@ -67,7 +69,7 @@ pub fn delete(pod: &mut RouteSocket, key: &AttachmentKey) -> Result<(), NetlinkE
     };
     match link {
         Some(l) => match pod.delete_link(l.index) {
-            Err(e) if !e.is(libc::ENODEV) => Err(e),
+            Err(e) if e.kind() != NetlinkErrorKind::NoDevice => Err(e),
             _ => Ok(()),
         },
         None => Ok(()),

@@ -8,6 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hostnet::sriov::pf_control::PfControl;
 use serde::Deserialize;
 
 use crate::config::LogLevel;
@@ -38,8 +39,8 @@ pub struct Settings {
     /// Where each attachment's RoCE details (RDMA device, GID index, NCCL hints) are
     /// published for workloads: `<dir>/<containerID>/<ifname>.json` and `.env`.
     pub roce_info_dir: PathBuf,
-    /// Tests only: record VF attribute requests in this directory instead of sending them to
-    /// the kernel (no kernel here implements them). Unset in production.
+    /// Dry run for nodes whose kernel has no SR-IOV (labs, CI): record VF attribute requests
+    /// in this directory instead of sending them to the kernel. Unset in production.
     pub record_vf_requests_to: Option<PathBuf>,
 }
 
@@ -122,11 +123,12 @@ impl Settings {
         Ok(settings)
     }
 
-    /// How VF attributes reach the PF.
-    pub fn pf_access(&self) -> crate::pf::PfAccess {
+    /// How VF attributes reach the PF: the kernel, or (dry run on a node without SR-IOV) a
+    /// recording.
+    pub fn pf_control(&self) -> PfControl {
         match &self.record_vf_requests_to {
-            Some(dir) => crate::pf::PfAccess::Recording(dir.clone()),
-            None => crate::pf::PfAccess::Kernel,
+            Some(dir) => PfControl::Recorded(dir.clone()),
+            None => PfControl::Kernel,
         }
     }
 

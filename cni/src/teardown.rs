@@ -147,7 +147,7 @@ fn release_vf(
     if let Some(before) = &v.pf_before
         && let Err(e) = node
             .settings
-            .pf_access()
+            .pf_control()
             .apply(&mut node.host, &v.pf, before)
     {
         errors.push(format!(

@@ -8,11 +8,11 @@
 //! drop, also on early return and panic. The guard is `!Send`: it cannot be carried across an
 //! `.await` into another worker thread.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::marker::PhantomData;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::sched::{CloneFlags, setns};
@@ -20,6 +20,37 @@ use serde::{Deserialize, Serialize};
 
 /// `NSFS_MAGIC` from `linux/magic.h`: the filesystem type of namespace files.
 const NSFS_MAGIC: i64 = 0x6e73_6673;
+
+/// `NS_GET_NSTYPE` from `linux/nsfs.h`: `_IO(0xb7, 0x3)`.
+const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
+
+/// The `CLONE_NEW*` type of the namespace `file` refers to (which must be on nsfs).
+fn namespace_type(file: &File) -> io::Result<libc::c_int> {
+    #[allow(unsafe_code)]
+    // SAFETY: NS_GET_NSTYPE takes no argument and only reads the open descriptor, which
+    // `file` keeps open for the duration of the call.
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), NS_GET_NSTYPE) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// The kernel's short name for a namespace type (as in `/proc/<pid>/ns/`).
+fn type_name(kind: libc::c_int) -> &'static str {
+    match kind {
+        libc::CLONE_NEWNS => "mnt",
+        libc::CLONE_NEWUSER => "user",
+        libc::CLONE_NEWPID => "pid",
+        libc::CLONE_NEWUTS => "uts",
+        libc::CLONE_NEWIPC => "ipc",
+        libc::CLONE_NEWCGROUP => "cgroup",
+        libc::CLONE_NEWNET => "net",
+        0x80 => "time",
+        _ => "unknown",
+    }
+}
 
 /// Identity of a namespace: the (device, inode) pair of its nsfs file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -39,11 +70,20 @@ pub enum NetNsError {
         /// The path that was opened.
         path: PathBuf,
     },
-    /// The path exists but is not a namespace (for example an unmounted bind-mount target).
+    /// The path exists but is not a namespace (for example an unmounted bind-mount target,
+    /// a regular file, a FIFO).
     #[error("{path} is not a network namespace")]
     NotANamespace {
         /// The path that was opened.
         path: PathBuf,
+    },
+    /// The path is a namespace of another type (mount, user, pid, ...).
+    #[error("{path} is a {kind} namespace, not a network namespace")]
+    WrongType {
+        /// The path that was opened.
+        path: PathBuf,
+        /// Its type as the kernel names it (`mnt`, `user`, ...).
+        kind: String,
     },
     /// Any other failure to open or inspect the path.
     #[error("cannot open network namespace {path}")]
@@ -81,7 +121,10 @@ impl NetNsError {
     /// should carry on with host-side cleanup because the kernel has already reclaimed the pod
     /// side.
     pub fn is_gone(&self) -> bool {
-        matches!(self, Self::NotFound { .. } | Self::NotANamespace { .. })
+        matches!(
+            self,
+            Self::NotFound { .. } | Self::NotANamespace { .. } | Self::WrongType { .. }
+        )
     }
 }
 
@@ -94,31 +137,42 @@ pub struct NetNs {
 }
 
 impl NetNs {
-    /// Opens the namespace at `path`, checking that it really is one.
+    /// Opens the namespace at `path`, checking that it really is a network namespace, without
+    /// ever blocking: a FIFO or a device is refused, not waited on, and a namespace file of
+    /// another type (`/proc/<pid>/ns/mnt`, `.../user`) is refused before anyone uses it.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, NetNsError> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|source| match source.kind() {
-            io::ErrorKind::NotFound => NetNsError::NotFound {
-                path: path.to_owned(),
-            },
-            _ => NetNsError::Open {
-                path: path.to_owned(),
-                source,
-            },
-        })?;
-        let fs = nix::sys::statfs::fstatfs(&file).map_err(|e| NetNsError::Open {
-            path: path.to_owned(),
-            source: e.into(),
-        })?;
-        if fs.filesystem_type().0 as i64 != NSFS_MAGIC {
-            return Err(NetNsError::NotANamespace {
-                path: path.to_owned(),
-            });
-        }
-        let meta = file.metadata().map_err(|source| NetNsError::Open {
+        let open_err = |source: io::Error| NetNsError::Open {
             path: path.to_owned(),
             source,
-        })?;
+        };
+        let not_a_namespace = || NetNsError::NotANamespace {
+            path: path.to_owned(),
+        };
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|source| match source.kind() {
+                io::ErrorKind::NotFound => NetNsError::NotFound {
+                    path: path.to_owned(),
+                },
+                _ => open_err(source),
+            })?;
+        let fs = nix::sys::statfs::fstatfs(&file).map_err(|e| open_err(e.into()))?;
+        if fs.filesystem_type().0 as i64 != NSFS_MAGIC {
+            return Err(not_a_namespace());
+        }
+        // Every namespace type lives on nsfs; the kernel tells which one this is.
+        let kind = namespace_type(&file).map_err(open_err)?;
+        if kind != libc::CLONE_NEWNET {
+            return Err(NetNsError::WrongType {
+                path: path.to_owned(),
+                kind: type_name(kind).to_owned(),
+            });
+        }
+        let meta = file.metadata().map_err(open_err)?;
         Ok(Self {
             file,
             id: NsId {
@@ -346,6 +400,29 @@ mod tests {
         let err = NetNs::open(f.path()).unwrap_err();
         assert!(matches!(err, NetNsError::NotANamespace { .. }), "{err}");
         assert!(err.is_gone());
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        // Opening it for reading would wait for a writer forever; open must not.
+        let err = NetNs::open(&fifo).unwrap_err();
+        assert!(matches!(err, NetNsError::NotANamespace { .. }), "{err}");
+    }
+
+    #[test]
+    fn namespaces_of_other_types_are_refused() {
+        for (path, kind) in [("/proc/self/ns/mnt", "mnt"), ("/proc/self/ns/user", "user")] {
+            let err = NetNs::open(path).unwrap_err();
+            match &err {
+                NetNsError::WrongType { kind: k, .. } => assert_eq!(k, kind, "{err}"),
+                other => panic!("{path}: {other}"),
+            }
+            assert!(err.to_string().contains("not a network namespace"), "{err}");
+        }
+        NetNs::open("/proc/self/ns/net").unwrap();
     }
 
     #[test]

@@ -18,6 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[cfg(any(test, feature = "fake-sysfs"))]
 pub mod fake;
+pub mod pf_control;
 
 /// Drivers that take a VF away from the kernel network stack (DPDK and friends).
 pub const USERSPACE_DRIVERS: [&str; 3] = ["vfio-pci", "uio_pci_generic", "igb_uio"];

@@ -26,7 +26,7 @@ use crate::journal::{
 };
 use crate::macvlan;
 use crate::node::{Node, journal_error, pod_namespace};
-use crate::pf::{PfError, differences};
+use crate::pf::differences;
 use crate::roce;
 use crate::settings::Settings;
 use crate::spec::env::Invocation;
@@ -36,6 +36,7 @@ use crate::spec::{CniError, ErrorCode};
 use crate::sysctls;
 use crate::teardown::teardown;
 use crate::vf::{self, AttachError, PodLinkSettings};
+use hostnet::sriov::pf_control::PfControlError;
 
 /// Dead attachments healed per ADD, to keep ADD's latency bounded.
 const HEAL_PER_ADD: usize = 4;
@@ -176,7 +177,7 @@ fn prepare_vf(
     // out), so nothing a pod whose DEL never ran left on the VF reaches the next one.
     let pf_before = node
         .settings
-        .pf_access()
+        .pf_control()
         .read(&mut node.host, &vf.pf.name, vf.index)
         .map_err(pf_error)?;
     let admin_mac = plan.mac.or(link.mac).unwrap_or(pf_before.mac);
@@ -675,7 +676,7 @@ pub fn policy(config: &Config, ifname: &str) -> Option<ipconfig::Policy> {
 /// Sets the VF's PF-side attributes and reads them back: a PF that did not take them fails the
 /// ADD rather than handing the pod a VF that is not what was asked.
 fn set_vf_attributes(node: &mut Node, pf: &str, want: &VfSettings) -> Result<(), CniError> {
-    let access = node.settings.pf_access();
+    let access = node.settings.pf_control();
     access.apply(&mut node.host, pf, want).map_err(pf_error)?;
     let have = access
         .read(&mut node.host, pf, want.index)
@@ -696,10 +697,10 @@ fn set_vf_attributes(node: &mut Node, pf: &str, want: &VfSettings) -> Result<(),
 }
 
 /// Maps PF access failures to CNI errors.
-pub fn pf_error(e: PfError) -> CniError {
+pub fn pf_error(e: PfControlError) -> CniError {
     let code = match e {
-        PfError::Netlink(_) | PfError::Recording { .. } => ErrorCode::Kernel,
-        PfError::NoPf(_) | PfError::NoVf { .. } => ErrorCode::Device,
+        PfControlError::Netlink(_) | PfControlError::Recording { .. } => ErrorCode::Kernel,
+        PfControlError::NoPf(_) | PfControlError::NoVf { .. } => ErrorCode::Device,
     };
     CniError::caused(code, "cannot set VF attributes through the PF", &e)
 }
