@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use hostnet::netlink::{VfLinkMode, VlanProto};
 use hostnet::sriov::{PciAddress, is_valid_ifname};
 use serde::Deserialize;
 use serde_json::Value;
@@ -34,10 +35,10 @@ pub struct NetConf {
     pub plugin_type: String,
     /// VF PCI address (set by Multus from the device plugin's allocation).
     #[serde(rename = "deviceID", default)]
-    pub device_id: Option<String>,
+    pub device_id: Option<PciAddress>,
     /// Same as `deviceID`; Multus injects both.
     #[serde(rename = "pciBusID", default)]
-    pub pci_bus_id: Option<String>,
+    pub pci_bus_id: Option<PciAddress>,
     /// PF netdev, with `vfIndex`: an alternative to `deviceID` for static setups.
     #[serde(default)]
     pub pf_name: Option<String>,
@@ -49,7 +50,7 @@ pub struct NetConf {
     pub mtu: Option<u32>,
     /// MAC for the pod interface.
     #[serde(default)]
-    pub mac: Option<String>,
+    pub mac: Option<MacAddr>,
     /// VLAN the PF inserts for the VF (0-4094; 0: none).
     #[serde(default)]
     pub vlan: Option<u16>,
@@ -58,16 +59,16 @@ pub struct NetConf {
     pub vlan_qos: Option<u8>,
     /// `802.1Q` or `802.1ad`; needs `vlan`.
     #[serde(default)]
-    pub vlan_proto: Option<String>,
+    pub vlan_proto: Option<VlanProto>,
     /// MAC/VLAN spoof checking, `on` or `off` (default `on`).
     #[serde(default)]
-    pub spoofchk: Option<String>,
+    pub spoofchk: Option<OnOff>,
     /// Trusted VF, `on` or `off` (default `off`).
     #[serde(default)]
-    pub trust: Option<String>,
+    pub trust: Option<OnOff>,
     /// VF link state: `auto`, `enable` or `disable` (default `auto`).
     #[serde(default)]
-    pub link_state: Option<String>,
+    pub link_state: Option<VfLinkMode>,
     /// Minimum TX rate in Mbit/s (default 0: none).
     #[serde(default)]
     pub min_tx_rate: Option<u32>,
@@ -133,10 +134,10 @@ pub enum AttachMode {
 pub struct RuntimeConfig {
     /// Capability `deviceID`.
     #[serde(rename = "deviceID", default)]
-    pub device_id: Option<String>,
+    pub device_id: Option<PciAddress>,
     /// Capability `mac`.
     #[serde(default)]
-    pub mac: Option<String>,
+    pub mac: Option<MacAddr>,
     /// Capability `ips`, for the IPAM plugin.
     #[serde(default)]
     pub ips: Option<Value>,
@@ -160,10 +161,10 @@ pub struct Args {
 pub struct CniArgsSection {
     /// VF PCI address.
     #[serde(rename = "deviceID", default)]
-    pub device_id: Option<String>,
+    pub device_id: Option<PciAddress>,
     /// MAC for the pod interface.
     #[serde(default)]
-    pub mac: Option<String>,
+    pub mac: Option<MacAddr>,
     /// Static addresses, for the IPAM plugin.
     #[serde(default)]
     pub ips: Option<Value>,
@@ -302,26 +303,6 @@ impl NetConf {
                 self.name.chars().take(64).collect::<String>()
             )));
         }
-        for (field, value) in [
-            ("deviceID", &self.device_id),
-            ("pciBusID", &self.pci_bus_id),
-            (
-                "runtimeConfig.deviceID",
-                &self
-                    .runtime_config
-                    .as_ref()
-                    .and_then(|r| r.device_id.clone()),
-            ),
-            (
-                "args.cni.deviceID",
-                &self.args_cni().and_then(|a| a.device_id.clone()),
-            ),
-        ] {
-            if let Some(v) = value {
-                v.parse::<PciAddress>()
-                    .map_err(|e| invalid(format!("{field}: {e}")))?;
-            }
-        }
         match (&self.pf_name, self.vf_index) {
             (Some(pf), Some(_)) if !is_valid_ifname(pf) => {
                 return Err(invalid(format!(
@@ -382,21 +363,17 @@ impl NetConf {
             return Err(invalid(format!("mtu: {mtu} is out of range (68-65535)")));
         }
         for (field, value) in [
-            ("mac", self.mac.as_deref()),
+            ("mac", self.mac),
             (
                 "runtimeConfig.mac",
-                self.runtime_config.as_ref().and_then(|r| r.mac.as_deref()),
+                self.runtime_config.as_ref().and_then(|r| r.mac),
             ),
-            (
-                "args.cni.mac",
-                self.args_cni().and_then(|a| a.mac.as_deref()),
-            ),
+            ("args.cni.mac", self.args_cni().and_then(|a| a.mac)),
         ] {
-            if let Some(v) = value {
-                let mac: MacAddr = v.parse().map_err(|e| invalid(format!("{field}: {e}")))?;
-                if !mac.is_valid_unicast() {
-                    return Err(invalid(format!("{field}: {mac} is not a unicast address")));
-                }
+            if let Some(mac) = value
+                && !mac.is_valid_unicast()
+            {
+                return Err(invalid(format!("{field}: {mac} is not a unicast address")));
             }
         }
         if let Some(ipam) = &self.ipam {
@@ -446,30 +423,49 @@ impl NetConf {
     }
 
     /// The MAC to set: `runtimeConfig.mac` over `args.cni.mac` over `CNI_ARGS` `MAC` over
-    /// `mac` (the CNI conventions' precedence).
+    /// `mac` (the CNI conventions' precedence, as sriov-cni applies it: what the runtime asks for
+    /// per attachment wins over the network's default).
     pub fn requested_mac(&self, cni_args_mac: Option<&str>) -> Result<Option<MacAddr>, CniError> {
-        let from_args = self.args_cni().and_then(|a| a.mac.as_deref());
-        let chosen = self
+        let from_args = self.args_cni().and_then(|a| a.mac);
+        let from_cni_args = match cni_args_mac {
+            // CNI_ARGS only counts when the configuration carries no `args` section.
+            Some(text) if self.args.is_none() => {
+                let mac: MacAddr = text
+                    .parse()
+                    .map_err(|e| invalid(format!("CNI_ARGS MAC: {e}")))?;
+                if !mac.is_valid_unicast() {
+                    return Err(invalid(format!(
+                        "CNI_ARGS MAC: {mac} is not a unicast address"
+                    )));
+                }
+                Some(mac)
+            }
+            _ => None,
+        };
+        Ok(self
             .runtime_config
             .as_ref()
-            .and_then(|r| r.mac.as_deref())
+            .and_then(|r| r.mac)
             .or(from_args)
-            .or(if self.args.is_some() {
-                None
-            } else {
-                cni_args_mac
-            })
-            .or(self.mac.as_deref());
-        match chosen {
-            Some(text) => {
-                let mac: MacAddr = text.parse().map_err(|e| invalid(format!("MAC: {e}")))?;
-                if !mac.is_valid_unicast() {
-                    return Err(invalid(format!("MAC: {mac} is not a unicast address")));
-                }
-                Ok(Some(mac))
-            }
-            None => Ok(None),
-        }
+            .or(from_cni_args)
+            .or(self.mac))
+    }
+}
+
+/// `on` or `off`, as sriov-cni's configuration spells switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+impl OnOff {
+    /// Whether the switch is on.
+    pub fn is_on(self) -> bool {
+        self == Self::On
     }
 }
 
