@@ -32,6 +32,8 @@ pub struct Settings {
     pub device_info_dir: PathBuf,
     /// How long ADD/DEL wait for a VF lock before answering "try again later".
     pub lock_timeout_ms: u64,
+    /// How long an IPAM delegate may run before it is killed (a hung plugin must not hold a VF).
+    pub ipam_timeout_ms: u64,
     /// Log file; stderr when unset.
     pub log_file: Option<PathBuf>,
     /// Default log level.
@@ -47,10 +49,11 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            state_dir: PathBuf::from("/var/lib/spinel/cni"),
+            state_dir: PathBuf::from("/run/spinel/cni"),
             sysfs_root: PathBuf::from("/sys"),
             device_info_dir: PathBuf::from("/var/run/k8s.cni.cncf.io/devinfo"),
             lock_timeout_ms: 10_000,
+            ipam_timeout_ms: 30_000,
             log_file: None,
             log_level: LogLevel::Warn,
             roce_info_dir: PathBuf::from("/run/spinel/roce"),
@@ -132,6 +135,11 @@ impl Settings {
         }
     }
 
+    /// The IPAM delegate timeout.
+    pub fn ipam_timeout(&self) -> Duration {
+        Duration::from_millis(self.ipam_timeout_ms)
+    }
+
     /// The VF lock timeout.
     pub fn lock_timeout(&self) -> Duration {
         Duration::from_millis(self.lock_timeout_ms)
@@ -147,7 +155,7 @@ mod tests {
     #[test]
     fn missing_file_means_defaults() {
         let s = Settings::load(Some("/nonexistent/spinel.json")).unwrap();
-        assert_eq!(s.state_dir, PathBuf::from("/var/lib/spinel/cni"));
+        assert_eq!(s.state_dir, PathBuf::from("/run/spinel/cni"));
     }
 
     #[test]

@@ -21,6 +21,47 @@ use serde::{Deserialize, Serialize};
 /// `NSFS_MAGIC` from `linux/magic.h`: the filesystem type of namespace files.
 const NSFS_MAGIC: i64 = 0x6e73_6673;
 
+/// Mount points of nsfs mounts in our mount namespace (`ip netns add` and runtimes pin network
+/// namespaces this way), from `/proc/self/mountinfo`.
+fn nsfs_mounts() -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            (right.split(' ').next() == Some("nsfs"))
+                .then(|| left.split(' ').nth(4))
+                .flatten()
+                .map(|p| PathBuf::from(unescape_mountinfo(p)))
+        })
+        .collect()
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+fn unescape_mountinfo(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut rest = field;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let code = rest
+            .get(i + 1..i + 4)
+            .and_then(|o| u8::from_str_radix(o, 8).ok());
+        match code {
+            Some(c) => {
+                out.push(char::from(c));
+                rest = &rest[i + 4..];
+            }
+            None => {
+                out.push('\\');
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `NS_GET_NSTYPE` from `linux/nsfs.h`: `_IO(0xb7, 0x3)`.
 const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
 
@@ -52,13 +93,52 @@ fn type_name(kind: libc::c_int) -> &'static str {
     }
 }
 
-/// Identity of a namespace: the (device, inode) pair of its nsfs file.
+/// Identity of a namespace: the (device, inode) pair of its nsfs file, and, when recorded,
+/// the kernel's namespace cookie. The inode is unique only while the namespace lives: the
+/// kernel hands a dead namespace's number to the next one it creates, so an identity kept
+/// over time (in a journal) carries the cookie, which is never reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NsId {
     /// Device number of the nsfs mount.
     pub dev: u64,
     /// Inode number; unique per namespace while it lives.
     pub ino: u64,
+    /// `SO_NETNS_COOKIE`: unique for the life of the system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<u64>,
+}
+
+/// `SO_NETNS_COOKIE` from `asm-generic/socket.h` (Linux 5.14).
+const SO_NETNS_COOKIE: libc::c_int = 71;
+
+/// The cookie of the calling thread's network namespace, read from a throwaway socket.
+fn current_cookie() -> io::Result<u64> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};
+    let sock = socket(
+        AddressFamily::Unix,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    let mut cookie: u64 = 0;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    #[allow(unsafe_code)]
+    // SAFETY: `cookie` and `len` are valid for writes, `len` holds the size of `cookie`, and
+    // the socket stays open for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_NETNS_COOKIE,
+            (&mut cookie as *mut u64).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(cookie)
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Errors from opening, entering or creating namespaces.
@@ -178,6 +258,7 @@ impl NetNs {
             id: NsId {
                 dev: meta.dev(),
                 ino: meta.ino(),
+                cookie: None,
             },
             path: path.to_owned(),
         })
@@ -193,7 +274,100 @@ impl NetNs {
         Self::open(format!("/proc/{pid}/ns/net"))
     }
 
-    /// Identity of this namespace.
+    /// Finds the namespace with identity `id` wherever something keeps it alive: a bind mount
+    /// (`/run/netns`, any nsfs mount), a process or thread living in it, or an open descriptor.
+    /// `None` means no such namespace is reachable from here; it is gone, or held only from a
+    /// mount namespace we cannot see. Costs a walk of `/proc`: for the rare case where the path
+    /// a namespace was known by no longer leads to it.
+    pub fn find(id: NsId) -> Option<Self> {
+        let matches = |path: &Path| {
+            std::fs::metadata(path).is_ok_and(|m| m.dev() == id.dev && m.ino() == id.ino)
+        };
+        let open = |path: &Path| Self::open(path).ok().filter(|ns| ns.is(&id));
+        for dir in ["/run/netns", "/var/run/netns"] {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if matches(&entry.path())
+                    && let Some(ns) = open(&entry.path())
+                {
+                    return Some(ns);
+                }
+            }
+        }
+        for mount in nsfs_mounts() {
+            if matches(&mount)
+                && let Some(ns) = open(&mount)
+            {
+                return Some(ns);
+            }
+        }
+        let pids: Vec<PathBuf> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .collect();
+        for pid in &pids {
+            let tasks = std::fs::read_dir(pid.join("task")).into_iter().flatten();
+            for task in std::iter::once(pid.clone()).chain(tasks.flatten().map(|t| t.path())) {
+                let path = task.join("ns/net");
+                if matches(&path)
+                    && let Some(ns) = open(&path)
+                {
+                    return Some(ns);
+                }
+            }
+        }
+        let wanted = format!("net:[{}]", id.ino);
+        for pid in &pids {
+            for fd in std::fs::read_dir(pid.join("fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == wanted.as_str())
+                    && let Some(ns) = open(&fd.path())
+                {
+                    return Some(ns);
+                }
+            }
+        }
+        None
+    }
+
+    /// The namespace's cookie (`SO_NETNS_COOKIE`), never reused while the system runs.
+    pub fn cookie(&self) -> Result<u64, NetNsError> {
+        self.run(current_cookie)?
+            .map_err(|source| NetNsError::Open {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// The identity to keep over time: device, inode and cookie.
+    pub fn lasting_id(&self) -> Result<NsId, NetNsError> {
+        Ok(NsId {
+            cookie: Some(self.cookie()?),
+            ..self.id
+        })
+    }
+
+    /// Whether this is the namespace `recorded` identifies: same inode, and the same cookie
+    /// when one was recorded (an inode alone may have been handed to a newer namespace).
+    pub fn is(&self, recorded: &NsId) -> bool {
+        self.id.dev == recorded.dev
+            && self.id.ino == recorded.ino
+            && recorded
+                .cookie
+                .is_none_or(|c| self.cookie().is_ok_and(|mine| mine == c))
+    }
+
+    /// Identity of this namespace, without its cookie: compare it only with namespaces open
+    /// at the same time (see [`NetNs::is`] for identities kept over time).
     pub fn id(&self) -> NsId {
         self.id
     }
@@ -400,6 +574,51 @@ mod tests {
         let err = NetNs::open(f.path()).unwrap_err();
         assert!(matches!(err, NetNsError::NotANamespace { .. }), "{err}");
         assert!(err.is_gone());
+    }
+
+    #[test]
+    fn a_namespace_is_found_by_identity_after_its_path_is_gone() {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ns");
+        let ns = NetNs::create_at(&path).unwrap();
+        let id = ns.lasting_id().unwrap();
+        // Held by a process living in it, under no path we recorded.
+        let holder = ns
+            .run(|| std::process::Command::new("sleep").arg("30").spawn())
+            .unwrap()
+            .unwrap();
+        drop(ns);
+        NetNs::remove_at(&path).unwrap();
+        assert!(NetNs::open(&path).is_err());
+        let found = NetNs::find(id).expect("found through the process");
+        assert!(found.is(&id));
+        // Held only by an open descriptor (ours, just found).
+        let mut holder = holder;
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        assert!(
+            NetNs::find(id).is_some_and(|n| n.is(&id)),
+            "found through the descriptor"
+        );
+        drop(found);
+        assert!(NetNs::find(id).is_none(), "gone once nothing holds it");
+        // A newer namespace may be handed the dead one's inode; the cookie tells them apart.
+        let p = dir.path().join("newer");
+        let newer = NetNs::create_at(&p).unwrap();
+        let same_inode_old_cookie = NsId {
+            cookie: id.cookie,
+            ..newer.id()
+        };
+        assert!(!newer.is(&same_inode_old_cookie));
+        assert!(newer.is(&newer.lasting_id().unwrap()));
+        assert!(
+            newer.is(&newer.id()),
+            "an identity without cookie compares inodes only"
+        );
+        drop(newer);
+        NetNs::remove_at(&p).unwrap();
+        assert_eq!(unescape_mountinfo("/run/a\\040b"), "/run/a b");
     }
 
     #[test]

@@ -90,12 +90,13 @@ impl<'de> Deserialize<'de> for PciAddress {
 }
 
 /// True for a name the kernel would accept as an interface name: 1-15 bytes, not `.`/`..`,
-/// no `/`, `:`, whitespace or NUL. Anything else must never become part of a path.
+/// no `/`, `:`, whitespace or NUL, and not `all` or `default` (the names of the per-family
+/// `conf` directories, which the kernel refuses). Anything else must never become part of a
+/// path.
 pub fn is_valid_ifname(name: &str) -> bool {
     !name.is_empty()
         && name.len() < 16
-        && name != "."
-        && name != ".."
+        && !matches!(name, "." | ".." | "all" | "default")
         && !name
             .bytes()
             .any(|b| b == b'/' || b == b':' || b == 0 || b.is_ascii_whitespace())
@@ -298,6 +299,23 @@ impl Sysfs {
             }
         };
         self.pf_at(&pci)
+    }
+
+    /// The PCI function behind network interface `name`, and whether it is a VF (it has a
+    /// `physfn` link) or a physical function.
+    pub fn function_of(&self, name: &str) -> Result<(PciAddress, bool), SriovError> {
+        let not_found = |path: PathBuf| SriovError::PfNotFound {
+            name: name.chars().take(32).collect(),
+            path,
+        };
+        if !is_valid_ifname(name) {
+            return Err(not_found(self.root.join("class/net")));
+        }
+        let path = self.root.join("class/net").join(name).join("device");
+        let target = link_target_name(&path).map_err(|_| not_found(path.clone()))?;
+        let pci = parse_pci(&path, &target)?;
+        let is_vf = self.device_dir(&pci).join("physfn").exists();
+        Ok((pci, is_vf))
     }
 
     /// The physical function at `pci`.

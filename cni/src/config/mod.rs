@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use spinel_wire::MacAddr;
 
+use crate::spec::result::CniResult;
 use crate::spec::{CniError, ErrorCode, Version};
 
 mod pod;
@@ -79,6 +80,10 @@ pub struct NetConf {
     /// `pfName` inside the pod and share the PF's RDMA device.
     #[serde(default)]
     pub mode: AttachMode,
+    /// macvlan mode: accept a master that is not a PF with an RDMA device (a VF's netdev, a
+    /// NIC without RoCE). Off by default.
+    #[serde(default)]
+    pub allow_non_rdma_master: bool,
     /// Per-interface sysctls inside the pod.
     #[serde(default)]
     pub sysctls: Sysctls,
@@ -259,6 +264,22 @@ impl Config {
             }
         })?;
         conf.validate()?;
+        if let Some(prev) = &conf.prev_result {
+            // A struct would also deserialize from a JSON array; a result is an object.
+            let decoded = if prev.is_object() {
+                CniResult::from_json(prev)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            } else {
+                Err("a result is a JSON object".to_owned())
+            };
+            if let Err(e) = decoded {
+                return Err(CniError::new(
+                    ErrorCode::Decode,
+                    format!("prevResult does not decode: {e}"),
+                ));
+            }
+        }
         Ok(Self { conf, raw })
     }
 
@@ -352,6 +373,9 @@ impl NetConf {
                 ));
             }
         }
+        if self.allow_non_rdma_master && self.mode != AttachMode::Macvlan {
+            return Err(invalid("allowNonRdmaMaster: only used in macvlan mode"));
+        }
         if let Some(i) = self.vf_index
             && i > 4095
         {
@@ -379,6 +403,11 @@ impl NetConf {
         if let Some(ipam) = &self.ipam {
             let kind = ipam.get("type").and_then(Value::as_str);
             match kind {
+                Some("spinel") => {
+                    return Err(invalid(
+                        "ipam.type: spinel is not an IPAM plugin; name one (host-local, static, whereabouts, ...)",
+                    ));
+                }
                 Some(k) if is_valid_plugin_name(k) => {}
                 Some(k) => {
                     return Err(invalid(format!(
