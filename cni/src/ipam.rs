@@ -363,17 +363,25 @@ impl Pending<'_> {
                 Ok(_) | Err(nix::Error::EINTR) => {}
                 Err(e) => return Err(format!("poll: {e}")),
             }
+            // Only pipes with something to say (data, or its end) are read: a read on a quiet
+            // pipe would wait for the delegate, past the deadline.
+            let ready: Vec<bool> = fds
+                .iter()
+                .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+                .collect();
             drop(fds);
+            let mut ready = ready.into_iter();
             for (slot, buf) in pipes.iter_mut().zip([&mut out, &mut err]) {
-                if let Some(pipe) = slot {
-                    let mut chunk = [0u8; 8192];
-                    match pipe.read(&mut chunk) {
-                        Ok(0) => *slot = None,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(format!("read its output: {e}")),
-                    }
+                let Some(pipe) = slot else { continue };
+                if !ready.next().unwrap_or(false) {
+                    continue;
+                }
+                let mut chunk = [0u8; 8192];
+                match pipe.read(&mut chunk) {
+                    Ok(0) => *slot = None,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(format!("read its output: {e}")),
                 }
             }
         }

@@ -80,9 +80,10 @@ impl Journal {
             .join(format!("{}.json", digest(key)))
     }
 
-    /// Where version 1 kept the record; only for keys that are valid path components.
+    /// Where version 1 kept the record; only for keys that are valid path components short
+    /// enough for a file name (version 1 could not write a longer one).
     fn legacy_record_path(&self, key: &AttachmentKey) -> Option<PathBuf> {
-        key.is_valid().then(|| {
+        (key.is_valid() && key.container_id.len() <= 255).then(|| {
             self.dir
                 .join("attachments")
                 .join(&key.container_id)
