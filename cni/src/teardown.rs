@@ -66,7 +66,9 @@ pub fn teardown(
         Some(Err(e)) => Some(Err(e.clone())),
         None => None,
     };
+    tracing::debug!("IPAM release started");
     release_device(node, record, &pod, &mut errors);
+    tracing::debug!("device released");
     let address = match (release, &ipam) {
         (Some(Ok(pending)), Some(Ok(ipam))) => pending.wait().map(drop).or_else(|first| {
             ipam.release_with_fallbacks(&record.config, record.cni_version, &target, first)
@@ -74,6 +76,7 @@ pub fn teardown(
         (Some(Err(e)), _) => Err(e),
         _ => Ok(()),
     };
+    tracing::debug!("IPAM release done");
     if !errors.is_empty() {
         if let Err(e) = &address {
             errors.push(StepError::Ipam(e.msg.clone()));

@@ -184,6 +184,7 @@ pub(crate) fn bring_up(
     link: &Link,
 ) -> Result<Link, CniError> {
     sysctls::apply(&plan.pod_ns, &plan.key.ifname, &plan.config.conf.sysctls)?;
+    tracing::debug!("sysctls set");
     let want = vf_netdev::PodLinkSettings {
         ifname: &plan.key.ifname,
         mac: plan.mac,

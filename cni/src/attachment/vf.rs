@@ -191,6 +191,7 @@ impl Attachment for VfRecord {
     ) -> Result<Link, CniError> {
         if let Some(want) = &self.pf_wanted {
             set_attributes(node, &self.pf, want)?;
+            tracing::debug!("PF-side attributes set");
         }
         // RDMA devices first: one that cannot change namespace then fails ADD before the
         // netdev has moved (a device bound to its netdev, like rdma_rxe, would not survive).

@@ -218,9 +218,8 @@ impl Journal {
         Ok(())
     }
 
-    /// Every attachment record (for GC and healing), in either layout, skipping files that
-    /// are not records.
-    pub fn records(&self) -> Result<Vec<AttachmentRecord>, JournalError> {
+    /// The files of every attachment record, in either layout, sorted (cheap: nothing is read).
+    pub fn record_files(&self) -> Result<Vec<PathBuf>, JournalError> {
         let root = self.dir.join("attachments");
         let mut out = Vec::new();
         for entry in fs::read_dir(&root)
@@ -235,14 +234,26 @@ impl Journal {
             } else {
                 vec![path]
             };
-            for file in files {
-                if file.extension().is_some_and(|e| e == "json")
-                    && let Some(record) = self.read_record(&file)?
-                    && record.key.is_valid()
-                {
-                    out.push(record);
-                }
-            }
+            out.extend(
+                files
+                    .into_iter()
+                    .filter(|f| f.extension().is_some_and(|e| e == "json")),
+            );
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// The record in `file` (one of [`Journal::record_files`]), if it still is one.
+    pub fn record_at(&self, file: &Path) -> Result<Option<AttachmentRecord>, JournalError> {
+        Ok(self.read_record(file)?.filter(|r| r.key.is_valid()))
+    }
+
+    /// Every attachment record (for GC), in either layout, skipping files that are not records.
+    pub fn records(&self) -> Result<Vec<AttachmentRecord>, JournalError> {
+        let mut out = Vec::new();
+        for file in self.record_files()? {
+            out.extend(self.record_at(&file)?);
         }
         out.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(out)

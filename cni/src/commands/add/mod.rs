@@ -33,6 +33,11 @@ pub use tail::policy;
 /// latency bounded.
 const HEAL_PER_ADD: usize = 4;
 
+/// Attachments whose liveness one ADD looks at (each costs a namespace open and its cookie):
+/// a window that moves with every ADD, so a node with hundreds of pods pays the same per ADD
+/// and every record is still looked at within a few ADDs.
+const LOOKS_PER_ADD: usize = 16;
+
 /// Runs ADD and returns the result JSON.
 pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Value, CniError> {
     let conf = &config.conf;
@@ -127,6 +132,7 @@ fn record_and_attach(
         Ok(json) => {
             tracing::info!(attachment = %record.key, "attached");
             heal_dead_attachments(node, &record, &plan.inv.path);
+            tracing::debug!("healing done");
             Ok(json)
         }
         Err(err) => match teardown(node, &record, &plan.inv.path) {
@@ -226,8 +232,12 @@ fn attach(
         .as_ref()
         .map(|i| i.start("ADD", &plan.config.raw, plan.config.version(), &target))
         .transpose()?;
+    tracing::debug!("IPAM started");
     let link = match record.device.kind().plug_in(node, &mut pod, plan) {
-        Ok(link) => link,
+        Ok(link) => {
+            tracing::debug!("device plugged in");
+            link
+        }
         Err(e) => {
             // Let the allocation finish so the rollback's IPAM DEL releases it.
             if let Some(pending) = allocation {
@@ -247,12 +257,26 @@ fn heal_dead_attachments(node: &mut Node, current: &AttachmentRecord, cni_path: 
     // Temporaries of writers killed before their first record landed name nothing to clean.
     node.journal.sweep_temporaries();
     retry_pending_releases(node, cni_path, Some(HEAL_PER_ADD));
-    let Ok(records) = node.journal.records() else {
+    let Ok(files) = node.journal.record_files() else {
         return;
     };
     let held = current.device.kind().claimed_vf().cloned();
+    // Where the window starts: different for every ADD, without state of its own.
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as usize)
+        .unwrap_or_default()
+        % files.len().max(1);
+    let window = files
+        .iter()
+        .cycle()
+        .skip(start)
+        .take(files.len().min(LOOKS_PER_ADD))
+        .filter_map(|f| node.journal.record_at(f).ok().flatten())
+        .filter(|r| r.key != current.key)
+        .collect::<Vec<_>>();
     let mut healed = 0;
-    for record in records.into_iter().filter(|r| r.key != current.key) {
+    for record in window {
         if healed == HEAL_PER_ADD {
             break;
         }

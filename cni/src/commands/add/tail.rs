@@ -46,6 +46,7 @@ pub fn finish(
     });
     if let Some(pending) = allocation {
         let mut assigned = pending.result()?;
+        tracing::debug!("IPAM answered");
         if assigned.ips.is_empty() {
             return Err(CniError::new(
                 ErrorCode::Ipam,
@@ -59,6 +60,7 @@ pub fn finish(
             ip.interface = Some(index);
         }
         address(pod, link, plan, record, &assigned)?;
+        tracing::debug!("addressed");
         if let Some(info) = roce_details(node, plan, record, &assigned)?
             && let Some(iface) = result.interfaces.get_mut(index)
         {
