@@ -6,6 +6,8 @@
 //! model read from sysfs ([`sriov`]), raw AF_PACKET sockets ([`packet`]), and RDMA: the nldev
 //! netlink socket and the RoCE GID table ([`rdma`]).
 
+#[cfg(feature = "tokio")]
+pub mod async_packet;
 pub mod netlink;
 pub mod netns;
 pub mod packet;
