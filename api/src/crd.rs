@@ -204,8 +204,8 @@ mod tests {
             );
         }
         let schema = serde_json::to_value(NodeFabric::crd()).unwrap();
-        let lldp = &schema["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
-            ["spec"]["properties"]["lldp"];
+        let lldp = &schema["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["lldp"];
         assert_eq!(lldp["x-kubernetes-preserve-unknown-fields"], true, "{lldp}");
     }
 }

@@ -322,21 +322,26 @@ impl Sysfs {
     /// `None` when the interface or the attribute is not there, or the driver refuses to say
     /// (reading `speed` of a link without carrier fails with EINVAL).
     pub fn netdev_attribute(&self, name: &str, attribute: &str) -> Option<String> {
-        if !is_valid_ifname(name) || !attribute.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+        if !is_valid_ifname(name)
+            || !attribute
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_')
         {
             return None;
         }
-        let text = fs::read_to_string(self.root.join("class/net").join(name).join(attribute)).ok()?;
+        let text =
+            fs::read_to_string(self.root.join("class/net").join(name).join(attribute)).ok()?;
         Some(text.trim().to_owned()).filter(|t| !t.is_empty())
     }
 
     /// Whether `name` is a switchdev representor (its `phys_port_name` names a VF or a
     /// subfunction of a PF, as `pf0vf3` or `c1pf0sf2`): a host-side stand-in for a pod's port.
     pub fn is_representor(&self, name: &str) -> bool {
-        self.netdev_attribute(name, "phys_port_name").is_some_and(|p| {
-            let p = p.trim_start_matches(|c: char| c == 'c' || c.is_ascii_digit());
-            p.starts_with("pf") && (p.contains("vf") || p.contains("sf"))
-        })
+        self.netdev_attribute(name, "phys_port_name")
+            .is_some_and(|p| {
+                let p = p.trim_start_matches(|c: char| c == 'c' || c.is_ascii_digit());
+                p.starts_with("pf") && (p.contains("vf") || p.contains("sf"))
+            })
     }
 
     /// The physical function at `pci`.

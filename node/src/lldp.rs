@@ -4,12 +4,14 @@
 //!
 //! The sockets are opened before the loop ([`open_ports`], from an ordinary thread, inside the
 //! namespace they belong to); the loop never enters a namespace. Frames whose source MAC is
-//! one of the node's own ([`LldpPorts::ignore_sources`]: its NICs, its VFs, its pods' interfaces)
-//! are ignored and counted: a pod must not be able to tell the node where it is cabled.
+//! one of the node's own ([`LldpPorts::own_sources`]: its NICs, its VFs' administrative MACs)
+//! are ignored and counted: a pod must not be able to tell the node where it is cabled. Frames
+//! a pod sends through a macvlan on a NIC never reach that NIC's socket at all: they are
+//! outgoing there, and the sockets ignore outgoing frames.
 
 use std::collections::{BTreeMap, HashSet};
 use std::ops::ControlFlow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hostnet::async_packet::AsyncPacketSocket;
@@ -66,12 +68,31 @@ pub fn open_ports(ns: &NetNs, ports: &[String]) -> Result<Vec<PacketSocket>, Pac
     ports.iter().map(|p| PacketSocket::lldp(ns, p)).collect()
 }
 
+/// The node's own source MACs, shared with whoever keeps them current (VFs get new
+/// administrative MACs as pods come and go).
+#[derive(Debug, Clone, Default)]
+pub struct OwnSources(Arc<Mutex<HashSet<MacAddr>>>);
+
+impl OwnSources {
+    /// Replaces the set.
+    pub fn replace(&self, macs: impl IntoIterator<Item = MacAddr>) {
+        let set: HashSet<MacAddr> = macs.into_iter().collect();
+        if let Ok(mut own) = self.0.lock() {
+            *own = set;
+        }
+    }
+
+    fn contains(&self, mac: &MacAddr) -> bool {
+        self.0.lock().is_ok_and(|own| own.contains(mac))
+    }
+}
+
 /// The ports, their neighbour table and their transmit schedules.
 pub struct LldpPorts {
     sockets: Vec<Arc<AsyncPacketSocket>>,
     table: RemoteTable,
     adverts: BTreeMap<usize, (Advert, TxSchedule)>,
-    own: HashSet<MacAddr>,
+    own: OwnSources,
     ignored: BTreeMap<String, u64>,
 }
 
@@ -94,7 +115,7 @@ impl LldpPorts {
             sockets,
             table,
             adverts: BTreeMap::new(),
-            own: HashSet::new(),
+            own: OwnSources::default(),
             ignored: BTreeMap::new(),
         })
     }
@@ -111,9 +132,10 @@ impl LldpPorts {
         Ok(())
     }
 
-    /// Frames from these source MACs are ignored and counted, never believed.
-    pub fn ignore_sources(&mut self, macs: impl IntoIterator<Item = MacAddr>) {
-        self.own = macs.into_iter().collect();
+    /// Frames from these source MACs are ignored and counted, never believed; the handle
+    /// updates the set while the loop runs.
+    pub fn own_sources(&self) -> OwnSources {
+        self.own.clone()
     }
 
     /// The neighbour table.

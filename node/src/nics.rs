@@ -139,7 +139,10 @@ pub fn discover(
         }
     }
     if let NicSelection::Names(names) = selection {
-        for name in names.iter().filter(|n| !links.iter().any(|l| &l.name == *n)) {
+        for name in names
+            .iter()
+            .filter(|n| !links.iter().any(|l| &l.name == *n))
+        {
             refused.push(Refused {
                 name: name.clone(),
                 reason: "no such interface in the host namespace".into(),
@@ -181,11 +184,25 @@ mod tests {
         sys.add_pf("0000:3b:00.0", "ens1f0np0", 2, 8);
         sys.add_rdma("0000:3b:00.0", "mlx5_0");
         sys.add_pf("0000:5e:00.0", "eno1", 0, 0);
-        sys.add_vf("0000:3b:00.0", 0, "0000:3b:00.2", Some("ens1f0v0"), "mlx5_core");
+        sys.add_vf(
+            "0000:3b:00.0",
+            0,
+            "0000:3b:00.2",
+            Some("ens1f0v0"),
+            "mlx5_core",
+        );
         let sysfs = Sysfs::new(sys.root());
         assert!(classify(&sysfs, "ens1f0np0").is_ok());
-        assert!(classify(&sysfs, "eno1").unwrap_err().contains("no RDMA device"));
+        assert!(
+            classify(&sysfs, "eno1")
+                .unwrap_err()
+                .contains("no RDMA device")
+        );
         assert!(classify(&sysfs, "ens1f0v0").unwrap_err().contains("VF"));
-        assert!(classify(&sysfs, "veth0").unwrap_err().contains("not a PCI function"));
+        assert!(
+            classify(&sysfs, "veth0")
+                .unwrap_err()
+                .contains("not a PCI function")
+        );
     }
 }
