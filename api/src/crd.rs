@@ -190,6 +190,30 @@ mod tests {
 
     use super::*;
 
+    /// `deploy/crds/` holds the definitions this code generates; regenerate them with
+    /// `SPINEL_WRITE_CRDS=1 cargo test -p spinel-api`.
+    #[test]
+    fn the_shipped_definitions_match_the_code() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds");
+        for crd in [NodeFabric::crd(), Fabric::crd()] {
+            let name = crd.metadata.name.clone().unwrap();
+            let path = dir.join(format!("{name}.yaml"));
+            let yaml = format!(
+                "# Generated from api/src/crd.rs: SPINEL_WRITE_CRDS=1 cargo test -p spinel-api\n{}",
+                serde_saphyr::to_string(&crd).unwrap()
+            );
+            if std::env::var_os("SPINEL_WRITE_CRDS").is_some() {
+                std::fs::write(&path, &yaml).unwrap();
+            }
+            let shipped = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                shipped == yaml,
+                "{} is stale: run SPINEL_WRITE_CRDS=1 cargo test -p spinel-api",
+                path.display()
+            );
+        }
+    }
+
     #[test]
     fn the_custom_resources_are_cluster_scoped_and_served() {
         for crd in [NodeFabric::crd(), Fabric::crd()] {
