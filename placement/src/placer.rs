@@ -11,6 +11,7 @@ use crate::capacity::{Capacity, Shape};
 use crate::cluster::{Cluster, DomainId, NodeId};
 
 /// A plan under construction: the slots taken, in rank order.
+#[derive(Clone)]
 pub(crate) struct Placer<'a> {
     cluster: &'a Cluster,
     shape: &'a Shape,
@@ -118,30 +119,59 @@ impl<'a> Placer<'a> {
         false
     }
 
-    /// Places `count` slots inside `d` over the fewest children.
-    fn fill(&mut self, d: DomainId, mut count: u32) -> bool {
-        let dom = self.cluster.domain(d);
-        if dom.tier == 1 {
-            let mut nodes: Vec<(u32, NodeId)> = dom
-                .nodes
-                .iter()
-                .map(|n| (self.slots_on(*n), *n))
-                .filter(|(s, _)| *s > 0)
-                .collect();
-            while count > 0 {
-                let Some(pos) = pick(&nodes, count, |(s, n)| {
-                    (u64::from(*s), self.cluster.node_name(*n))
-                }) else {
-                    return false;
-                };
-                let (s, n) = nodes.swap_remove(pos);
-                let k = s.min(count);
-                self.take(n, k);
-                count -= k;
-            }
-            return true;
+    /// Places `count` slots inside `d` spanning as few domains as it can: above the leaf
+    /// tier, two ways are tried (fill the children one by one, or pick the fewest leaves
+    /// directly) and the one whose slots cross fewer boundaries kept.
+    fn fill(&mut self, d: DomainId, count: u32) -> bool {
+        if self.cluster.domain(d).tier == 1 {
+            return self.fill_leaf(d, count);
         }
-        let mut children: Vec<DomainId> = dom
+        let start = self.slots.len();
+        let mut by_children = self.clone();
+        let a = by_children.fill_children(d, count);
+        let mut by_leaves = self.clone();
+        let b = by_leaves.fill_leaves(d, count);
+        let chosen = match (a, b) {
+            (true, true) => {
+                let sa = footprint(self.cluster, &by_children.slots[start..]);
+                let sb = footprint(self.cluster, &by_leaves.slots[start..]);
+                if sb < sa { by_leaves } else { by_children }
+            }
+            (true, false) => by_children,
+            (false, true) => by_leaves,
+            (false, false) => return false,
+        };
+        *self = chosen;
+        true
+    }
+
+    fn fill_leaf(&mut self, d: DomainId, mut count: u32) -> bool {
+        let mut nodes: Vec<(u32, NodeId)> = self
+            .cluster
+            .domain(d)
+            .nodes
+            .iter()
+            .map(|n| (self.slots_on(*n), *n))
+            .filter(|(s, _)| *s > 0)
+            .collect();
+        while count > 0 {
+            let Some(pos) = pick(&nodes, count, |(s, n)| {
+                (u64::from(*s), self.cluster.node_name(*n))
+            }) else {
+                return false;
+            };
+            let (s, n) = nodes.swap_remove(pos);
+            let k = s.min(count);
+            self.take(n, k);
+            count -= k;
+        }
+        true
+    }
+
+    fn fill_children(&mut self, d: DomainId, mut count: u32) -> bool {
+        let mut children: Vec<DomainId> = self
+            .cluster
+            .domain(d)
             .children
             .iter()
             .copied()
@@ -164,6 +194,73 @@ impl<'a> Placer<'a> {
         }
         true
     }
+
+    /// The fewest leaves under `d`: the largest first (leaves next to ones already chosen
+    /// first among equals), the last one best-fit.
+    fn fill_leaves(&mut self, d: DomainId, mut count: u32) -> bool {
+        let mut leaves: Vec<DomainId> = self
+            .descendants_at(d, 1)
+            .into_iter()
+            .filter(|l| self.cap.get(0, *l) > 0)
+            .collect();
+        let mut parents: Vec<DomainId> = Vec::new();
+        while count > 0 {
+            let near = |l: &DomainId| {
+                let p = self.cluster.domain(*l).parent;
+                u64::from(!p.is_some_and(|p| parents.contains(&p)))
+            };
+            let fits = leaves
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| self.cap.get(0, **l) >= u64::from(count))
+                .min_by_key(|(_, l)| {
+                    (
+                        near(l),
+                        self.cap.get(0, **l),
+                        self.cluster.domain_value(**l),
+                    )
+                })
+                .map(|(i, _)| i);
+            let pos = fits.or_else(|| {
+                leaves
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, l)| {
+                        (
+                            std::cmp::Reverse(self.cap.get(0, **l)),
+                            near(l),
+                            self.cluster.domain_value(**l),
+                        )
+                    })
+                    .map(|(i, _)| i)
+            });
+            let Some(pos) = pos else { return false };
+            let l = leaves.swap_remove(pos);
+            if let Some(p) = self.cluster.domain(l).parent {
+                parents.push(p);
+            }
+            let k = u32::try_from(self.cap.get(0, l))
+                .unwrap_or(u32::MAX)
+                .min(count);
+            if !self.fill_leaf(l, k) {
+                return false;
+            }
+            count -= k;
+        }
+        true
+    }
+}
+
+/// Boundaries crossed by a set of slots, summed over tiers.
+fn footprint(cluster: &Cluster, slots: &[NodeId]) -> u32 {
+    (1..=cluster.depth())
+        .map(|t| {
+            let mut ds: Vec<DomainId> = slots.iter().map(|n| cluster.ancestor(*n, t)).collect();
+            ds.sort_unstable();
+            ds.dedup();
+            ds.len().saturating_sub(1) as u32
+        })
+        .sum()
 }
 
 /// Index of the item to fill next: the smallest that holds all `count` (best-fit), else the
