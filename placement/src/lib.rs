@@ -17,6 +17,7 @@ pub mod engine;
 pub mod explain;
 mod placer;
 pub mod plan;
+pub mod publish;
 mod repair;
 pub mod request;
 pub mod sim;

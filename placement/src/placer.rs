@@ -114,9 +114,58 @@ impl<'a> Placer<'a> {
             if i == 1 {
                 return self.fill(c, need);
             }
-            return (0..self.shape.q[i - 1]).all(|_| self.place_block(i - 1, c));
+            return self.place_sub_blocks(i, c);
         }
         false
+    }
+
+    /// Places the sub-blocks of one level-`i` block inside `c` two ways (each sub-block
+    /// best-fit on its own, or the fewest domains of the sub-level's tier, largest first) and
+    /// keeps the one whose slots cross fewer boundaries; best-fit on a tie.
+    fn place_sub_blocks(&mut self, i: usize, c: DomainId) -> bool {
+        let (q, start) = (self.shape.q[i - 1], self.slots.len());
+        let mut each = self.clone();
+        let a = (0..q).all(|_| each.place_block(i - 1, c));
+        let mut fewest = self.clone();
+        let b = fewest.place_in_fewest(i - 1, c, q);
+        let chosen = match (a, b) {
+            (true, true) => {
+                let fa = footprint(self.cluster, &each.slots[start..]);
+                let fb = footprint(self.cluster, &fewest.slots[start..]);
+                if fb < fa { fewest } else { each }
+            }
+            (true, false) => each,
+            (false, true) => fewest,
+            (false, false) => return false,
+        };
+        *self = chosen;
+        true
+    }
+
+    /// `count` blocks of level `j` inside `c`, over the fewest domains of level `j`'s tier.
+    fn place_in_fewest(&mut self, j: usize, c: DomainId, mut count: u32) -> bool {
+        let tier = self.shape.tiers[j - 1].min(self.cluster.domain(c).tier);
+        let mut domains: Vec<DomainId> = self
+            .descendants_at(c, tier)
+            .into_iter()
+            .filter(|d| self.cap.get(j, *d) > 0)
+            .collect();
+        while count > 0 {
+            let Some(pos) = pick(&domains, count, |d| {
+                (self.cap.get(j, *d), self.cluster.domain_value(*d))
+            }) else {
+                return false;
+            };
+            let d = domains.swap_remove(pos);
+            let k = u32::try_from(self.cap.get(j, d))
+                .unwrap_or(u32::MAX)
+                .min(count);
+            if !(0..k).all(|_| self.place_block(j, d)) {
+                return false;
+            }
+            count -= k;
+        }
+        true
     }
 
     /// Places `count` slots inside `d` spanning as few domains as it can: above the leaf
