@@ -1,0 +1,312 @@
+//! The extender's HTTP server: `POST /filter`, `/prioritize`, `/bind` (kube-scheduler extender
+//! v1), `GET /healthz` (alive) and `/readyz` (the cluster view is loaded).
+//!
+//! Bodies are read whole up to a size limit (413 above it) and parsed with serde_json, whose
+//! recursion limit (128 levels) turns hostile nesting into an error; anything that does not
+//! parse, or lacks the pod or the candidates, is a 400 with the reason. Nothing a request
+//! carries can panic a handler.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State as AxumState};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use k8s_openapi::api::core::v1::Pod;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::publish::Publisher;
+use crate::state::{FilterDecision, Publication, State};
+use crate::wire::{
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, HostPriority,
+    NodeList, node_name,
+};
+
+/// Server settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerOptions {
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Whether `/bind` binds pods (only one extender in a cluster may).
+    pub bind: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 64 << 20,
+            bind: false,
+        }
+    }
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct App {
+    state: Arc<Mutex<State>>,
+    publisher: Arc<dyn Publisher>,
+    started: Instant,
+    options: ServerOptions,
+}
+
+impl App {
+    /// An app over `state`, publishing through `publisher`.
+    pub fn new(
+        state: Arc<Mutex<State>>,
+        publisher: Arc<dyn Publisher>,
+        options: ServerOptions,
+    ) -> App {
+        App {
+            state,
+            publisher,
+            started: Instant::now(),
+            options,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, State>, Rejection> {
+        self.state.lock().map_err(|_| {
+            Rejection(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "state lock poisoned".to_owned(),
+            )
+        })
+    }
+}
+
+/// The router.
+pub fn router(app: App) -> Router {
+    let limit = app.options.max_body_bytes;
+    Router::new()
+        .route("/filter", post(filter))
+        .route("/prioritize", post(prioritize))
+        .route("/bind", post(bind))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(app)
+}
+
+/// A request refused with a status and a reason.
+struct Rejection(StatusCode, String);
+
+impl IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        text(self.0, self.1)
+    }
+}
+
+fn text(status: StatusCode, body: impl Into<String>) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain")], body.into()).into_response()
+}
+
+fn json<T: Serialize>(value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+fn parse<T: DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, Rejection> {
+    serde_json::from_slice(body)
+        .map_err(|e| Rejection(StatusCode::BAD_REQUEST, format!("invalid {what}: {e}")))
+}
+
+/// The pod and the candidates, in whichever mode the scheduler sent them.
+struct Request {
+    pod: Pod,
+    names: Vec<String>,
+    nodes: Option<NodeList>,
+}
+
+fn bad(reason: &str) -> Rejection {
+    Rejection(StatusCode::BAD_REQUEST, reason.to_owned())
+}
+
+fn request(body: &Bytes) -> Result<Request, Rejection> {
+    let args: ExtenderArgs = parse(body, "ExtenderArgs")?;
+    let pod = args
+        .pod
+        .ok_or_else(|| bad("invalid ExtenderArgs: Pod is missing"))?;
+    match (args.node_names, args.nodes) {
+        (Some(names), _) => Ok(Request {
+            pod,
+            names,
+            nodes: None,
+        }),
+        (None, Some(list)) => {
+            let names = list
+                .items
+                .iter()
+                .map(|n| node_name(n).map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| bad("invalid ExtenderArgs: a node in Nodes has no metadata.name"))?;
+            Ok(Request {
+                pod,
+                names,
+                nodes: Some(list),
+            })
+        }
+        (None, None) => Err(bad(
+            "invalid ExtenderArgs: neither Nodes nor NodeNames is set",
+        )),
+    }
+}
+
+fn publish(app: &App, pod: &Pod, p: Publication) {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let name = pod.metadata.name.as_deref().unwrap_or("");
+    if !p.annotations.is_empty() {
+        app.publisher.annotate(ns, name, p.annotations);
+    }
+    if let Some((reason, message)) = p.event {
+        app.publisher.event(ns, name, &reason, &message);
+    }
+}
+
+/// Keeps the candidates that pass, in the caller's mode.
+fn result(req: Request, pass: impl Fn(&str) -> bool) -> ExtenderFilterResult {
+    let mut out = ExtenderFilterResult::default();
+    match req.nodes {
+        Some(mut list) => {
+            list.items.retain(|n| node_name(n).is_some_and(&pass));
+            out.nodes = Some(list);
+        }
+        None => out.node_names = Some(req.names.iter().filter(|n| pass(n)).cloned().collect()),
+    }
+    out
+}
+
+async fn filter(AxumState(app): AxumState<App>, body: Bytes) -> Response {
+    let req = match request(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp.into_response(),
+    };
+    let (decision, publication) = {
+        let mut state = match app.lock() {
+            Ok(s) => s,
+            Err(resp) => return resp.into_response(),
+        };
+        state.filter(&req.pod, app.now_ms())
+    };
+    publish(&app, &req.pod, publication);
+    let names = req.names.clone();
+    let failed = |reason: &str| -> BTreeMap<String, String> {
+        names
+            .iter()
+            .map(|n| (n.clone(), reason.to_owned()))
+            .collect()
+    };
+    match decision {
+        FilterDecision::PassThrough => json(&result(req, |_| true)),
+        FilterDecision::Only { node, others, .. } if names.contains(&node) => {
+            let mut out = result(req, |n| n == node);
+            out.failed_and_unresolvable_nodes = names
+                .iter()
+                .filter(|n| **n != node)
+                .map(|n| (n.clone(), others.clone()))
+                .collect();
+            json(&out)
+        }
+        FilterDecision::Only { node, rank, .. } => {
+            let mut out = result(req, |_| false);
+            out.failed_nodes = failed(&format!(
+                "rank {rank} is planned on node {node}, which did not pass kube-scheduler's \
+                 own filters"
+            ));
+            json(&out)
+        }
+        FilterDecision::Reject { resolvable, reason } => {
+            let mut out = result(req, |_| false);
+            if resolvable {
+                out.failed_nodes = failed(&reason);
+            } else {
+                out.failed_and_unresolvable_nodes = failed(&reason);
+            }
+            json(&out)
+        }
+    }
+}
+
+async fn prioritize(AxumState(app): AxumState<App>, body: Bytes) -> Response {
+    let req = match request(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp.into_response(),
+    };
+    let scores = {
+        let mut state = match app.lock() {
+            Ok(s) => s,
+            Err(resp) => return resp.into_response(),
+        };
+        state.prioritize(&req.pod, &req.names, app.now_ms())
+    };
+    let list: Vec<HostPriority> = req
+        .names
+        .into_iter()
+        .zip(scores)
+        .map(|(host, score)| HostPriority { host, score })
+        .collect();
+    json(&list)
+}
+
+async fn bind(AxumState(app): AxumState<App>, body: Bytes) -> Response {
+    if !app.options.bind {
+        return text(
+            StatusCode::NOT_FOUND,
+            "binding is off: start spinel-scheduler with --bind and set bindVerb",
+        );
+    }
+    let args: ExtenderBindingArgs = match parse(&body, "ExtenderBindingArgs") {
+        Ok(a) => a,
+        Err(resp) => return resp.into_response(),
+    };
+    if args.pod_name.is_empty() || args.pod_uid.is_empty() || args.node.is_empty() {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "invalid ExtenderBindingArgs: PodName, PodUID and Node are required",
+        );
+    }
+    let outcome = app
+        .publisher
+        .bind(
+            &args.pod_namespace,
+            &args.pod_name,
+            &args.pod_uid,
+            &args.node,
+        )
+        .await;
+    let error = match outcome {
+        Ok(()) => {
+            if let Ok(mut state) = app.state.lock() {
+                state.bound(&args.pod_uid, &args.node, app.now_ms());
+            }
+            String::new()
+        }
+        Err(e) => e,
+    };
+    json(&ExtenderBindingResult { error })
+}
+
+async fn readyz(AxumState(app): AxumState<App>) -> Response {
+    match app.state.lock() {
+        Ok(s) if s.is_ready() => text(StatusCode::OK, "ready"),
+        _ => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "cluster view not loaded yet",
+        ),
+    }
+}
