@@ -94,9 +94,10 @@ impl Client {
              Content-Length: {}\r\n\r\n",
             body.len()
         );
-        let s = self.reader.get_mut();
-        s.write_all(head.as_bytes()).await.unwrap();
-        s.write_all(body).await.unwrap();
+        // One write per request: a split write meets Nagle and delayed ACKs (40 ms stalls).
+        let mut request = head.into_bytes();
+        request.extend_from_slice(body);
+        self.reader.get_mut().write_all(&request).await.unwrap();
         let mut status_line = String::new();
         self.reader.read_line(&mut status_line).await.unwrap();
         let status: u16 = status_line.split(' ').nth(1).unwrap().parse().unwrap();
@@ -167,8 +168,10 @@ async fn run_size(size: usize) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, router(app)).await });
+    let stream = TcpStream::connect(addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
     let mut client = Client {
-        reader: BufReader::new(TcpStream::connect(addr).await.unwrap()),
+        reader: BufReader::new(stream),
     };
 
     let plain = serde_json::to_vec(&json!({
