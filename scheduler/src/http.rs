@@ -6,7 +6,7 @@
 //! parse, or lacks the pod or the candidates, is a 400 with the reason. Nothing a request
 //! carries can panic a handler.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -17,14 +17,14 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use k8s_openapi::api::core::v1::Pod;
+use serde::Deserialize;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use crate::publish::Publisher;
 use crate::state::{FilterDecision, Publication, State};
 use crate::wire::{
-    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, HostPriority,
-    NodeList, node_name,
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, Failures, FilterReply, HostPriority,
+    NodeListRef, node_name,
 };
 
 /// Server settings.
@@ -121,24 +121,25 @@ fn json<T: Serialize>(value: &T) -> Response {
     }
 }
 
-fn parse<T: DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, Rejection> {
+fn parse<'a, T: Deserialize<'a>>(body: &'a [u8], what: &str) -> Result<T, Rejection> {
     serde_json::from_slice(body)
         .map_err(|e| Rejection(StatusCode::BAD_REQUEST, format!("invalid {what}: {e}")))
 }
 
-/// The pod and the candidates, in whichever mode the scheduler sent them.
-struct Request {
+/// The pod and the candidates, in whichever mode the scheduler sent them, borrowed from the
+/// request body.
+struct Request<'a> {
     pod: Pod,
-    names: Vec<String>,
-    nodes: Option<NodeList>,
+    names: Vec<Cow<'a, str>>,
+    nodes: Option<NodeListRef<'a>>,
 }
 
 fn bad(reason: &str) -> Rejection {
     Rejection(StatusCode::BAD_REQUEST, reason.to_owned())
 }
 
-fn request(body: &Bytes) -> Result<Request, Rejection> {
-    let args: ExtenderArgs = parse(body, "ExtenderArgs")?;
+fn request(body: &Bytes) -> Result<Request<'_>, Rejection> {
+    let args: ExtenderArgs<'_> = parse(body, "ExtenderArgs")?;
     let pod = args
         .pod
         .ok_or_else(|| bad("invalid ExtenderArgs: Pod is missing"))?;
@@ -152,7 +153,7 @@ fn request(body: &Bytes) -> Result<Request, Rejection> {
             let names = list
                 .items
                 .iter()
-                .map(|n| node_name(n).map(str::to_owned))
+                .map(|n| node_name(n))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| bad("invalid ExtenderArgs: a node in Nodes has no metadata.name"))?;
             Ok(Request {
@@ -178,21 +179,37 @@ fn publish(app: &App, pod: &Pod, p: Publication) {
     }
 }
 
-/// Keeps the candidates that pass, in the caller's mode.
-fn result(req: Request, pass: impl Fn(&str) -> bool) -> ExtenderFilterResult {
-    let mut out = ExtenderFilterResult::default();
-    match req.nodes {
+/// The reply keeping only `keep` (every candidate when `None`, none when it names no
+/// candidate), in the caller's mode.
+fn reply<'a>(req: &'a mut Request<'_>, keep: Option<Option<&str>>) -> FilterReply<'a> {
+    let mut out = FilterReply::default();
+    let passes = |name: &str| keep.is_none_or(|k| k == Some(name));
+    match req.nodes.take() {
         Some(mut list) => {
-            list.items.retain(|n| node_name(n).is_some_and(&pass));
+            let names = &req.names;
+            let mut i = 0;
+            list.items.retain(|_| {
+                let pass = passes(&names[i]);
+                i += 1;
+                pass
+            });
             out.nodes = Some(list);
         }
-        None => out.node_names = Some(req.names.iter().filter(|n| pass(n)).cloned().collect()),
+        None => {
+            out.node_names = Some(
+                req.names
+                    .iter()
+                    .map(|n| n.as_ref())
+                    .filter(|n| passes(n))
+                    .collect(),
+            )
+        }
     }
     out
 }
 
 async fn filter(AxumState(app): AxumState<App>, body: Bytes) -> Response {
-    let req = match request(&body) {
+    let mut req = match request(&body) {
         Ok(r) => r,
         Err(resp) => return resp.into_response(),
     };
@@ -205,37 +222,38 @@ async fn filter(AxumState(app): AxumState<App>, body: Bytes) -> Response {
     };
     publish(&app, &req.pod, publication);
     let names = req.names.clone();
-    let failed = |reason: &str| -> BTreeMap<String, String> {
-        names
-            .iter()
-            .map(|n| (n.clone(), reason.to_owned()))
-            .collect()
+    let all = |reason| Failures {
+        names: &names,
+        except: None,
+        reason,
     };
+    let reason: String;
     match decision {
-        FilterDecision::PassThrough => json(&result(req, |_| true)),
-        FilterDecision::Only { node, others, .. } if names.contains(&node) => {
-            let mut out = result(req, |n| n == node);
-            out.failed_and_unresolvable_nodes = names
-                .iter()
-                .filter(|n| **n != node)
-                .map(|n| (n.clone(), others.clone()))
-                .collect();
+        FilterDecision::PassThrough => json(&reply(&mut req, None)),
+        FilterDecision::Only { node, others, .. } if names.iter().any(|n| *n == node) => {
+            let mut out = reply(&mut req, Some(Some(node.as_str())));
+            out.failed_and_unresolvable_nodes = Failures {
+                names: &names,
+                except: Some(node.as_str()),
+                reason: &others,
+            };
             json(&out)
         }
         FilterDecision::Only { node, rank, .. } => {
-            let mut out = result(req, |_| false);
-            out.failed_nodes = failed(&format!(
+            reason = format!(
                 "rank {rank} is planned on node {node}, which did not pass kube-scheduler's \
                  own filters"
-            ));
+            );
+            let mut out = reply(&mut req, Some(None));
+            out.failed_nodes = all(&reason);
             json(&out)
         }
         FilterDecision::Reject { resolvable, reason } => {
-            let mut out = result(req, |_| false);
+            let mut out = reply(&mut req, Some(None));
             if resolvable {
-                out.failed_nodes = failed(&reason);
+                out.failed_nodes = all(&reason);
             } else {
-                out.failed_and_unresolvable_nodes = failed(&reason);
+                out.failed_and_unresolvable_nodes = all(&reason);
             }
             json(&out)
         }
@@ -258,7 +276,10 @@ async fn prioritize(AxumState(app): AxumState<App>, body: Bytes) -> Response {
         .names
         .into_iter()
         .zip(scores)
-        .map(|(host, score)| HostPriority { host, score })
+        .map(|(host, score)| HostPriority {
+            host: host.into_owned(),
+            score,
+        })
         .collect();
     json(&list)
 }

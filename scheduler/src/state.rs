@@ -253,11 +253,16 @@ impl State {
     }
 
     /// Scores for the prioritize verb, 0..=10, one per candidate.
-    pub fn prioritize(&mut self, pod: &Pod, candidates: &[String], now_ms: u64) -> Vec<i64> {
+    pub fn prioritize<S: AsRef<str>>(
+        &mut self,
+        pod: &Pod,
+        candidates: &[S],
+        now_ms: u64,
+    ) -> Vec<i64> {
         if let (FilterDecision::Only { node, .. }, _) = self.filter(pod, now_ms) {
             return candidates
                 .iter()
-                .map(|c| if *c == node { 10 } else { 0 })
+                .map(|c| if c.as_ref() == node { 10 } else { 0 })
                 .collect();
         }
         if !self.config.binpack_non_gang {
@@ -267,7 +272,9 @@ impl State {
         candidates
             .iter()
             .map(|name| {
-                let Some(id) = c.node_id(name) else { return 0 };
+                let Some(id) = c.node_id(name.as_ref()) else {
+                    return 0;
+                };
                 let leaf = c.ancestor(id, 1);
                 let alloc = c.domain_allocatable_units(leaf);
                 if alloc == 0 {
