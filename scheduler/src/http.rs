@@ -23,8 +23,8 @@ use serde::Serialize;
 use crate::publish::Publisher;
 use crate::state::{FilterDecision, Publication, State};
 use crate::wire::{
-    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, Failures, FilterReply, HostPriority,
-    NodeListRef, node_name,
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, Failures, FilterReply,
+    HostPriorityRef, NodeListRef, node_name,
 };
 
 /// Server settings.
@@ -272,14 +272,11 @@ async fn prioritize(AxumState(app): AxumState<App>, body: Bytes) -> Response {
         };
         state.prioritize(&req.pod, &req.names, app.now_ms())
     };
-    let list: Vec<HostPriority> = req
+    let list: Vec<HostPriorityRef<'_>> = req
         .names
-        .into_iter()
+        .iter()
         .zip(scores)
-        .map(|(host, score)| HostPriority {
-            host: host.into_owned(),
-            score,
-        })
+        .map(|(host, score)| HostPriorityRef { host, score })
         .collect();
     json(&list)
 }

@@ -269,6 +269,8 @@ impl State {
             return vec![0; candidates.len()];
         }
         let c = self.engine.cluster();
+        // One score per leaf, however many of its nodes are candidates.
+        let mut by_leaf: FxHashMap<u32, i64> = FxHashMap::default();
         candidates
             .iter()
             .map(|name| {
@@ -276,12 +278,14 @@ impl State {
                     return 0;
                 };
                 let leaf = c.ancestor(id, 1);
-                let alloc = c.domain_allocatable_units(leaf);
-                if alloc == 0 {
-                    return 0;
-                }
-                let busy = alloc.saturating_sub(c.domain_free_units(leaf));
-                ((busy * 10 + alloc / 2) / alloc).min(10) as i64
+                *by_leaf.entry(leaf.0).or_insert_with(|| {
+                    let alloc = c.domain_allocatable_units(leaf);
+                    if alloc == 0 {
+                        return 0;
+                    }
+                    let busy = alloc.saturating_sub(c.domain_free_units(leaf));
+                    ((busy * 10 + alloc / 2) / alloc).min(10) as i64
+                })
             })
             .collect()
     }

@@ -130,6 +130,16 @@ pub struct HostPriority {
     pub score: i64,
 }
 
+/// `HostPriority` as the server writes it, borrowing the name from the request.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct HostPriorityRef<'a> {
+    /// Node name.
+    pub host: &'a str,
+    /// 0..=[`MAX_PRIORITY`].
+    pub score: i64,
+}
+
 /// `ExtenderBindingArgs`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(rename_all = "PascalCase")]
