@@ -349,6 +349,7 @@ impl Engine {
         now_ms: u64,
     ) -> Result<Assignment, AssignError> {
         let id = request.gang.clone();
+        let timeout = self.options.reservation_timeout_ms;
         let g = self.gang_entry(request)?;
         let rank = match g.pods.get(pod_uid) {
             Some(r) => *r,
@@ -359,18 +360,16 @@ impl Engine {
                 if g.ranks[r as usize].state == RankState::Reserved {
                     g.ranks[r as usize].state = RankState::Assigned;
                 }
+                // A new pod is progress; the same pod asking again is not.
+                g.deadline_ms = now_ms.saturating_add(timeout);
                 r
             }
         };
         self.ensure_plan(&id, now_ms)?;
-        let g = self
-            .gangs
-            .get_mut(&id)
-            .ok_or_else(|| AssignError::GangFull {
-                gang: id.clone(),
-                size: request.size,
-            })?;
-        g.deadline_ms = now_ms.saturating_add(self.options.reservation_timeout_ms);
+        let g = self.gangs.get(&id).ok_or_else(|| AssignError::GangFull {
+            gang: id.clone(),
+            size: request.size,
+        })?;
         let node = g.ranks[rank as usize]
             .node
             .ok_or_else(|| AssignError::GangFull {

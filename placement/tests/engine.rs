@@ -99,6 +99,8 @@ fn an_idle_reservation_expires_and_frees_its_nodes() {
     let a = gang("a", 4, 8, 4, Tier::LEAF);
     e.assign(&a, "a-0", None, 1_000).unwrap();
     assert_eq!(reserved_total(&e), 32);
+    // The same pod asking again is no progress: it does not push the deadline.
+    e.assign(&a, "a-0", None, 60_000).unwrap();
     assert!(e.expire(120_999).is_empty());
     assert_eq!(e.expire(121_000), vec![a.gang.clone()]);
     assert_eq!(reserved_total(&e), 0);
