@@ -8,7 +8,7 @@ use crate::sim::run::PolicyRun;
 const WIDTH: f64 = 900.0;
 const PANEL: f64 = 220.0;
 const LEFT: f64 = 60.0;
-const TOP: f64 = 30.0;
+const TOP: f64 = 50.0;
 const GAP: f64 = 60.0;
 const COLOURS: [&str; 5] = ["#d62728", "#ff7f0e", "#1f77b4", "#2ca02c", "#9467bd"];
 
@@ -33,7 +33,8 @@ pub fn render(runs: &[PolicyRun], title: &str) -> String {
         .max(1);
     let plot_w = WIDTH - LEFT - 20.0;
     let x = |t: f64| LEFT + t / span * plot_w;
-    let height = TOP + 2.0 * PANEL + GAP + 70.0;
+    let legend_top = TOP + 2.0 * PANEL + GAP + 30.0;
+    let height = legend_top + 20.0 * runs.len() as f64 + 10.0;
     let mut s = String::new();
     let _ = write!(
         s,
@@ -41,7 +42,7 @@ pub fn render(runs: &[PolicyRun], title: &str) -> String {
     );
     let _ = write!(
         s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="{LEFT}" y="18" font-size="14">{}</text>"#,
+        r#"<rect width="100%" height="100%" fill="white"/><text x="{LEFT}" y="22" font-size="14">{}</text>"#,
         esc(title)
     );
     let bottom_top = TOP + PANEL + GAP;
@@ -87,8 +88,8 @@ pub fn render(runs: &[PolicyRun], title: &str) -> String {
                 x(t) + dx
             );
         }
-        let ly = height - 30.0 + 0.0 * i as f64;
-        let lx = LEFT + 180.0 * i as f64;
+        let ly = legend_top + 20.0 * i as f64 + 12.0;
+        let lx = LEFT;
         let _ = write!(
             s,
             r#"<rect x="{lx}" y="{}" width="12" height="12" fill="{colour}"/><text x="{}" y="{ly}">{} ({:.1} % util, {} spread)</text>"#,
