@@ -407,6 +407,39 @@ impl Engine {
         Some(rank)
     }
 
+    /// Takes in a pod found running with its published rank (after a restart of the
+    /// scheduler): its rank is bound to its node, so the gang's other ranks are placed next to
+    /// it rather than planned from scratch.
+    pub fn adopt(
+        &mut self,
+        request: &GangRequest,
+        pod_uid: &str,
+        rank: u32,
+        node_name: &str,
+    ) -> Result<(), AssignError> {
+        let node = self.cluster.node_id(node_name);
+        let id = request.gang.clone();
+        let g = self.gang_entry(request)?;
+        if g.pods.contains_key(pod_uid) {
+            return Ok(());
+        }
+        let r = choose_rank(g, &id, Some(rank))?;
+        let per_pod = g.request.per_pod;
+        let slot = &mut g.ranks[r as usize];
+        let release = match slot.state {
+            RankState::Reserved | RankState::Assigned => slot.node,
+            RankState::Open | RankState::Bound => None,
+        };
+        slot.node = node;
+        slot.state = RankState::Bound;
+        slot.pod = Some(pod_uid.to_owned());
+        g.pods.insert(pod_uid.to_owned(), r);
+        if let Some(n) = release {
+            self.cluster.unreserve(n, per_pod);
+        }
+        Ok(())
+    }
+
     /// A pod of the gang ended or was deleted: its rank opens for a replacement (units it held
     /// as used are the caller's to release).
     pub fn pod_gone(&mut self, gang: &GangId, pod_uid: &str) {

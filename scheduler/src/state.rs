@@ -91,6 +91,16 @@ pub struct State {
     ready: bool,
 }
 
+fn published_rank(pod: &Pod) -> Option<u32> {
+    pod.metadata
+        .annotations
+        .as_ref()?
+        .get(keys::RANK)?
+        .trim()
+        .parse()
+        .ok()
+}
+
 fn uid(pod: &Pod) -> Option<&str> {
     pod.metadata.uid.as_deref().filter(|u| !u.is_empty())
 }
@@ -331,10 +341,8 @@ impl State {
             .ok()
             .and_then(|u| u32::try_from(u).ok())
             .unwrap_or(0);
-        let gang = match self.gang_request(pod) {
-            Ok(Some((r, _))) => Some(r.gang),
-            _ => None,
-        };
+        let request = self.gang_request(pod).ok().flatten().map(|(r, _)| r);
+        let gang = request.as_ref().map(|r| r.gang.clone());
         let old = self.pods.get(&uid).cloned().unwrap_or_default();
         if old.node != node || old.units != units {
             if let Some(n) = &old.node {
@@ -344,8 +352,14 @@ impl State {
                 self.add_usage(n, i64::from(units));
             }
         }
-        if let (Some(g), Some(n), None) = (&gang, &node, &old.node) {
-            self.engine.bound(g, &uid, n, now_ms);
+        if let (Some(r), Some(n), None) = (&request, &node, &old.node)
+            && self.engine.bound(&r.gang, &uid, n, now_ms).is_none()
+            && let Some(rank) = published_rank(pod)
+        {
+            // A running pod the engine does not know (the scheduler restarted): keep its rank.
+            if let Err(e) = self.engine.adopt(r, &uid, rank, n) {
+                tracing::warn!(gang = %r.gang, error = %e, "cannot adopt a running gang pod");
+            }
         }
         if let (Some(g), true) = (&gang, terminal) {
             self.engine.pod_gone(g, &uid);

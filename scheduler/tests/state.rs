@@ -94,3 +94,30 @@ fn a_node_degrading_under_a_reservation_loses_it() {
     assert_ne!(moved, node);
     assert_eq!(totals(&s), (16, 0));
 }
+
+#[test]
+fn after_a_restart_running_ranks_are_kept_and_the_rest_join_them() {
+    let mut s = State::new(Config::default());
+    for n in nodes() {
+        s.apply_node(&n, 0);
+    }
+    // Rank 0 runs on gpu-s1-l0-02 with its published rank; the scheduler never planned it.
+    let mut running = gang_pod(0, Some("gpu-s1-l0-02"));
+    running
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert("sched.spinel.dev/rank".to_owned(), "0".to_owned());
+    s.apply_pod(&running, 0);
+    let (d, _) = s.filter(&gang_pod(1, None), 1);
+    let FilterDecision::Only { node, rank, .. } = d else {
+        panic!("{d:?}")
+    };
+    assert_eq!(rank, 1);
+    assert_ne!(node, "gpu-s1-l0-02");
+    assert!(
+        node.starts_with("gpu-s1-l0-"),
+        "rank 1 joins rank 0's leaf, got {node}"
+    );
+    assert_eq!(totals(&s), (8, 8));
+}
