@@ -312,6 +312,41 @@ fn rank_nodes(text: &str, gang: &str) -> anyhow::Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        args: SimulateArgs,
+    }
+
+    fn args(list: &[&str]) -> SimulateArgs {
+        Wrap::parse_from(std::iter::once("simulate").chain(list.iter().copied())).args
+    }
+
+    #[test]
+    fn fabrics_come_from_shapes_generators_and_tables() {
+        let (nodes, per_leaf) = node_specs(&args(&["--uniform", "2,3,4"])).unwrap();
+        assert_eq!((nodes.len(), per_leaf), (24, 4));
+        let e = node_specs(&args(&["--uniform", "2,3"])).unwrap_err();
+        assert!(e.to_string().contains("expected three numbers"), "{e}");
+        let (nodes, per_leaf) = node_specs(&args(&["--hosts", "64"])).unwrap();
+        assert_eq!((nodes.len(), per_leaf), (64, 32));
+        assert!(nodes[0].labels.contains_key("fabric.spinel.dev/tier-2"));
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../topo-discovery/tests/fixtures/lldpd"
+        );
+        let files: Vec<String> = ["leaf01", "leaf02", "node01", "node02", "node03", "spine01"]
+            .iter()
+            .map(|f| format!("{dir}/{f}.json0"))
+            .collect();
+        let mut list = vec!["--tables"];
+        list.extend(files.iter().map(String::as_str));
+        let (nodes, _) = node_specs(&args(&list)).unwrap();
+        assert_eq!(nodes.len(), 3);
+        assert!(node_specs(&args(&[])).is_err());
+    }
 
     #[test]
     fn the_published_list_wins_and_pod_ranks_are_the_fallback() {
