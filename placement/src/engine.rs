@@ -64,6 +64,8 @@ struct Gang {
     plan: Option<Plan>,
     deadline_ms: u64,
     waiting: Option<String>,
+    /// Nodes kube-scheduler's own filters refused to this gang's pods.
+    refused: Vec<NodeId>,
 }
 
 /// What a pod of a gang is told.
@@ -265,16 +267,29 @@ impl Engine {
 
     /// Places the gang's open ranks: a full plan when nothing runs yet, else a repair.
     fn ensure_plan(&mut self, id: &GangId, now_ms: u64) -> Result<(), AssignError> {
-        let Some(g) = self.gangs.get_mut(id) else {
+        let Some(g) = self.gangs.get(id) else {
             return Ok(());
         };
         if g.ranks.iter().all(|r| r.node.is_some()) {
             return Ok(());
         }
-        let any_bound = g.ranks.iter().any(|r| r.state == RankState::Bound);
-        let nodes: Vec<NodeId> = if any_bound {
+        // Nodes refused to this gang are hidden from its plans (a copy, only for such gangs).
+        let excluded = (!g.refused.is_empty()).then(|| {
+            let mut c = self.cluster.clone();
+            for n in &g.refused {
+                c.set_unschedulable(*n, true);
+            }
+            c
+        });
+        let view = excluded.as_ref().unwrap_or(&self.cluster);
+        let Some(g) = self.gangs.get_mut(id) else {
+            return Ok(());
+        };
+        // Ranks already placed stay; the open ones join them. Nothing placed: a full plan.
+        let any_placed = g.ranks.iter().any(|r| r.node.is_some());
+        let nodes: Vec<NodeId> = if any_placed {
             let mut ranks: Vec<Option<NodeId>> = g.ranks.iter().map(|r| r.node).collect();
-            if let Err(why) = repair(&self.cluster, &g.request, &mut ranks) {
+            if let Err(why) = repair(view, &g.request, &mut ranks) {
                 g.waiting = Some(why.message.clone());
                 return Err(AssignError::Repair {
                     gang: id.clone(),
@@ -283,7 +298,7 @@ impl Engine {
             }
             ranks.into_iter().flatten().collect()
         } else {
-            match plan(&self.cluster, &g.request, &self.options.plan) {
+            match plan(view, &g.request, &self.options.plan) {
                 Ok(p) => {
                     let nodes = p.nodes.clone();
                     g.plan = Some(p);
@@ -329,6 +344,7 @@ impl Engine {
                 plan: None,
                 deadline_ms: 0,
                 waiting: None,
+                refused: Vec::new(),
             });
         if g.request != *request {
             return Err(AssignError::Disagree {
@@ -405,6 +421,40 @@ impl Engine {
         }
         g.deadline_ms = now_ms.saturating_add(self.options.reservation_timeout_ms);
         Some(rank)
+    }
+
+    /// kube-scheduler's own filters rejected the node planned for this pod (a resource the
+    /// engine does not count, a taint it does not know): the node is kept from the gang and the
+    /// pod's rank placed again next to its group. Returns the new assignment.
+    pub fn refuse(
+        &mut self,
+        gang: &GangId,
+        pod_uid: &str,
+        now_ms: u64,
+    ) -> Result<Assignment, AssignError> {
+        let full = |g: &GangId| AssignError::GangFull {
+            gang: g.clone(),
+            size: 0,
+        };
+        let g = self.gangs.get_mut(gang).ok_or_else(|| full(gang))?;
+        let rank = *g.pods.get(pod_uid).ok_or_else(|| full(gang))?;
+        let per_pod = g.request.per_pod;
+        let r = &mut g.ranks[rank as usize];
+        if r.state != RankState::Bound
+            && let Some(n) = r.node.take()
+        {
+            r.state = RankState::Open;
+            g.refused.push(n);
+            self.cluster.unreserve(n, per_pod);
+        }
+        self.ensure_plan(gang, now_ms)?;
+        let g = self.gangs.get(gang).ok_or_else(|| full(gang))?;
+        let node = g.ranks[rank as usize].node.ok_or_else(|| full(gang))?;
+        Ok(Assignment {
+            rank,
+            node,
+            node_name: self.cluster.node_name(node).to_owned(),
+        })
     }
 
     /// Takes in a pod found running with its published rank (after a restart of the

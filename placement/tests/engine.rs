@@ -368,3 +368,27 @@ proptest! {
         prop_assert_eq!(e.gang_ids().count(), 0);
     }
 }
+
+#[test]
+fn a_node_refused_by_kube_scheduler_is_replaced_next_to_the_group() {
+    let mut e = engine(1, 2, 4);
+    let a = gang("a", 2, 8, 2, Tier::LEAF);
+    let first = e.assign(&a, "a-0", None, 0).unwrap();
+    let other = e.assign(&a, "a-1", None, 0).unwrap();
+    let again = e.refuse(&a.gang, "a-0", 1).unwrap();
+    assert_eq!(again.rank, 0);
+    assert_ne!(again.node_name, first.node_name);
+    assert_ne!(again.node_name, other.node_name);
+    assert_eq!(
+        &again.node_name[..9],
+        &other.node_name[..9],
+        "same leaf as rank 1"
+    );
+    assert_eq!(reserved_total(&e), 16);
+    // The refused node stays out of this gang's plans, even after an expiry.
+    e.expire(u64::MAX);
+    let after = e.assign(&a, "a-2", None, u64::MAX - 1).unwrap_err();
+    assert!(matches!(after, AssignError::GangFull { .. }), "{after}");
+    let view = e.view(&a.gang).unwrap();
+    assert!(!view.rank_nodes.contains(&first.node_name), "{view:?}");
+}

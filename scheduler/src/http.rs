@@ -213,15 +213,24 @@ async fn filter(AxumState(app): AxumState<App>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(resp) => return resp.into_response(),
     };
+    let names = req.names.clone();
     let (decision, publication) = {
         let mut state = match app.lock() {
             Ok(s) => s,
             Err(resp) => return resp.into_response(),
         };
-        state.filter(&req.pod, app.now_ms())
+        let first = state.filter(&req.pod, app.now_ms());
+        match &first.0 {
+            // kube-scheduler's own filters dropped the planned node: place the rank again
+            // once, without that node, rather than wait for the reservation to expire.
+            FilterDecision::Only { node, .. } if !names.iter().any(|n| n == node) => {
+                publish(&app, &req.pod, first.1);
+                state.refuse(&req.pod, app.now_ms())
+            }
+            _ => first,
+        }
     };
     publish(&app, &req.pod, publication);
-    let names = req.names.clone();
     let all = |reason| Failures {
         names: &names,
         except: None,

@@ -10,8 +10,8 @@ use serde_json::json;
 use spinel_api::scheduling as keys;
 use spinel_placement::annotations::{ParseOptions, PodMeta, parse_gang, pod_index};
 use spinel_placement::{
-    AssignError, Cluster, ClusterOptions, Engine, EngineOptions, GangId, GangRequest, PlanError,
-    publish,
+    AssignError, Assignment, Cluster, ClusterOptions, Engine, EngineOptions, GangId, GangRequest,
+    PlanError, publish,
 };
 
 use crate::objects::{bound_node, is_terminal, node_spec, pod_meta, pod_units};
@@ -179,24 +179,7 @@ impl State {
             return self.reject(pod, false, "GangInvalid", "the pod has no UID".to_owned());
         };
         match self.engine.assign(&request, uid, index, now_ms) {
-            Ok(a) => {
-                let record = self.pods.entry(uid.to_owned()).or_default();
-                record.gang = Some(request.gang.clone());
-                record.last_reason = None;
-                let publication = self.publication(&request.gang, uid, a.rank);
-                let others = format!(
-                    "gang {} places rank {} on node {}",
-                    request.gang, a.rank, a.node_name
-                );
-                (
-                    FilterDecision::Only {
-                        node: a.node_name,
-                        rank: a.rank,
-                        others,
-                    },
-                    publication,
-                )
-            }
+            Ok(a) => self.only(&request.gang, uid, a),
             Err(AssignError::Plan(PlanError::Pending { gang, why })) => self.reject(
                 pod,
                 true,
@@ -205,6 +188,41 @@ impl State {
             ),
             Err(e) => self.reject(pod, false, "GangUnschedulable", e.to_string()),
         }
+    }
+
+    /// kube-scheduler's filters dropped the node planned for `pod`: plan its rank elsewhere.
+    pub fn refuse(&mut self, pod: &Pod, now_ms: u64) -> (FilterDecision, Publication) {
+        let Some(uid) = uid(pod) else {
+            return self.reject(pod, false, "GangInvalid", "the pod has no UID".to_owned());
+        };
+        let Some(gang) = self.gang_of(uid) else {
+            return self.reject(
+                pod,
+                true,
+                "GangPending",
+                "the pod's gang is unknown".to_owned(),
+            );
+        };
+        match self.engine.refuse(&gang, uid, now_ms) {
+            Ok(a) => self.only(&gang, uid, a),
+            Err(e) => self.reject(pod, true, "GangPending", e.to_string()),
+        }
+    }
+
+    fn only(&mut self, gang: &GangId, uid: &str, a: Assignment) -> (FilterDecision, Publication) {
+        let record = self.pods.entry(uid.to_owned()).or_default();
+        record.gang = Some(gang.clone());
+        record.last_reason = None;
+        let publication = self.publication(gang, uid, a.rank);
+        let others = format!("gang {gang} places rank {} on node {}", a.rank, a.node_name);
+        (
+            FilterDecision::Only {
+                node: a.node_name,
+                rank: a.rank,
+                others,
+            },
+            publication,
+        )
     }
 
     fn reject(

@@ -406,3 +406,41 @@ async fn readiness_follows_the_cluster_view() {
     h.state.lock().unwrap().set_ready();
     assert_eq!(call(&h, "GET", "/readyz", vec![]).await.0, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_planned_node_kube_scheduler_dropped_is_replaced_or_explained() {
+    let h = harness(ServerOptions::default(), true);
+    filter(&h, fixture("requests/filter-gang-rank0-names.json")).await;
+    let plan = h
+        .recorder
+        .effects()
+        .into_iter()
+        .find_map(|e| match e {
+            Effect::Annotate { annotations, .. } => {
+                annotations.get("sched.spinel.dev/rank-nodes").cloned()
+            }
+            _ => None,
+        })
+        .unwrap();
+    let planned: Vec<&str> = plan.split(',').collect();
+    // Rank 1's planned node did not pass kube-scheduler's own filters.
+    let mut body: Value =
+        serde_json::from_slice(&fixture("requests/filter-gang-rank1-names.json")).unwrap();
+    let names: Vec<Value> = body["NodeNames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n.as_str() != Some(planned[1]))
+        .cloned()
+        .collect();
+    body["NodeNames"] = Value::from(names);
+    let out = filter(&h, serde_json::to_vec(&body).unwrap()).await;
+    // Its DP group's leaf is full (the other ranks hold it): the hard level keeps it waiting,
+    // with the reason, instead of a silent move to another leaf.
+    assert!(out.node_names.unwrap().is_empty());
+    let reason = out.failed_nodes.values().next().unwrap();
+    assert!(
+        reason.contains("rank 1 must rejoin its dp group within leaf s0-l1"),
+        "{reason}"
+    );
+}
