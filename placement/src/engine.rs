@@ -124,6 +124,14 @@ pub enum AssignError {
         /// Gang size.
         size: u32,
     },
+    /// A pod the engine holds no rank for.
+    #[error("pod {pod} has no rank in gang {gang}")]
+    UnknownPod {
+        /// The gang.
+        gang: GangId,
+        /// The pod's UID.
+        pod: String,
+    },
     /// Lost ranks cannot rejoin their groups.
     #[error("gang {gang} cannot replace lost ranks: {}", why.message)]
     Repair {
@@ -432,9 +440,9 @@ impl Engine {
         pod_uid: &str,
         now_ms: u64,
     ) -> Result<Assignment, AssignError> {
-        let full = |g: &GangId| AssignError::GangFull {
+        let full = |g: &GangId| AssignError::UnknownPod {
             gang: g.clone(),
-            size: 0,
+            pod: pod_uid.to_owned(),
         };
         let g = self.gangs.get_mut(gang).ok_or_else(|| full(gang))?;
         let rank = *g.pods.get(pod_uid).ok_or_else(|| full(gang))?;

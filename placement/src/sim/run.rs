@@ -195,7 +195,7 @@ pub fn run(cluster: &Cluster, jobs: &[Job], policy: &mut dyn Policy) -> PolicyRu
         }
     }
     PolicyRun {
-        summary: summarise(policy.name(), &results, &samples, cluster),
+        summary: summarise(policy.name(), &results, &samples),
         jobs: results,
         samples,
     }
@@ -220,7 +220,7 @@ fn distinct(c: &Cluster, nodes: &[NodeId], tier: u8) -> u32 {
     ds.len() as u32
 }
 
-fn summarise(policy: &str, results: &[JobResult], samples: &[Sample], c: &Cluster) -> Summary {
+fn summarise(policy: &str, results: &[JobResult], samples: &[Sample]) -> Summary {
     let started: Vec<&JobResult> = results.iter().filter(|r| r.start_s.is_some()).collect();
     let mut waits: Vec<f64> = started
         .iter()
@@ -236,7 +236,6 @@ fn summarise(policy: &str, results: &[JobResult], samples: &[Sample], c: &Cluste
         frag += w[0].fragmentation * dt;
     }
     let span = makespan.max(f64::MIN_POSITIVE);
-    let _ = c;
     Summary {
         policy: policy.to_owned(),
         started: started.len() as u32,

@@ -131,7 +131,7 @@ pub fn job_request(id: u32, size: u32, pp: u32, spec: &TraceSpec) -> GangRequest
         namespace: "sim".to_owned(),
         name: format!("job-{id:05}"),
     };
-    let fallback = |e| panic_free_request(id, size, spec, e);
+    let fallback = |_| plain_gang(id, size, spec);
     GangRequest::new(
         gang,
         size,
@@ -143,13 +143,9 @@ pub fn job_request(id: u32, size: u32, pp: u32, spec: &TraceSpec) -> GangRequest
     .unwrap_or_else(fallback)
 }
 
-/// Trace requests are built to be valid; should one not be, it degrades to a plain gang.
-fn panic_free_request(
-    id: u32,
-    size: u32,
-    spec: &TraceSpec,
-    _: crate::request::RequestError,
-) -> GangRequest {
+/// Trace requests are built valid (sizes are powers of two, stages divide them); should one not
+/// be, the job stays in the trace as a gang without levels rather than stopping the run.
+fn plain_gang(id: u32, size: u32, spec: &TraceSpec) -> GangRequest {
     GangRequest {
         gang: GangId {
             namespace: "sim".to_owned(),
