@@ -179,19 +179,17 @@ fn publish(app: &App, pod: &Pod, p: Publication) {
     }
 }
 
-/// The reply keeping only `keep` (every candidate when `None`, none when it names no
-/// candidate), in the caller's mode.
-fn reply<'a>(req: &'a mut Request<'_>, keep: Option<Option<&str>>) -> FilterReply<'a> {
+/// The reply keeping the candidates `pass` accepts (by position), in the caller's mode.
+fn reply<'a>(req: &'a mut Request<'_>, pass: impl Fn(usize, &str) -> bool) -> FilterReply<'a> {
     let mut out = FilterReply::default();
-    let passes = |name: &str| keep.is_none_or(|k| k == Some(name));
     match req.nodes.take() {
         Some(mut list) => {
             let names = &req.names;
             let mut i = 0;
             list.items.retain(|_| {
-                let pass = passes(&names[i]);
+                let keep = pass(i, &names[i]);
                 i += 1;
-                pass
+                keep
             });
             out.nodes = Some(list);
         }
@@ -199,8 +197,9 @@ fn reply<'a>(req: &'a mut Request<'_>, keep: Option<Option<&str>>) -> FilterRepl
             out.node_names = Some(
                 req.names
                     .iter()
-                    .map(|n| n.as_ref())
-                    .filter(|n| passes(n))
+                    .enumerate()
+                    .filter(|(i, n)| pass(*i, n))
+                    .map(|(_, n)| n.as_ref())
                     .collect(),
             )
         }
@@ -230,20 +229,42 @@ async fn filter(AxumState(app): AxumState<App>, body: Bytes) -> Response {
             _ => first,
         }
     };
+    // Pods outside gangs keep off units reserved for planned gangs.
+    let blocked = match decision {
+        FilterDecision::PassThrough => match app.lock() {
+            Ok(state) => state.blocked_by_reservations(&req.pod, &names),
+            Err(resp) => return resp.into_response(),
+        },
+        _ => None,
+    };
     publish(&app, &req.pod, publication);
     let all = |reason| Failures {
         names: &names,
         except: None,
+        mask: None,
         reason,
     };
     let reason: String;
     match decision {
-        FilterDecision::PassThrough => json(&reply(&mut req, None)),
+        FilterDecision::PassThrough => match &blocked {
+            None => json(&reply(&mut req, |_, _| true)),
+            Some(mask) => {
+                let mut out = reply(&mut req, |i, _| !mask[i]);
+                out.failed_nodes = Failures {
+                    names: &names,
+                    except: None,
+                    mask: Some(mask),
+                    reason: "its free units are reserved for a planned gang",
+                };
+                json(&out)
+            }
+        },
         FilterDecision::Only { node, others, .. } if names.iter().any(|n| *n == node) => {
-            let mut out = reply(&mut req, Some(Some(node.as_str())));
+            let mut out = reply(&mut req, |_, n| n == node);
             out.failed_and_unresolvable_nodes = Failures {
                 names: &names,
                 except: Some(node.as_str()),
+                mask: None,
                 reason: &others,
             };
             json(&out)
@@ -253,12 +274,12 @@ async fn filter(AxumState(app): AxumState<App>, body: Bytes) -> Response {
                 "rank {rank} is planned on node {node}, which did not pass kube-scheduler's \
                  own filters"
             );
-            let mut out = reply(&mut req, Some(None));
+            let mut out = reply(&mut req, |_, _| false);
             out.failed_nodes = all(&reason);
             json(&out)
         }
         FilterDecision::Reject { resolvable, reason } => {
-            let mut out = reply(&mut req, Some(None));
+            let mut out = reply(&mut req, |_, _| false);
             if resolvable {
                 out.failed_nodes = all(&reason);
             } else {

@@ -280,6 +280,29 @@ impl State {
         }
     }
 
+    /// For a pod outside any gang that needs the scheduled resource: which candidates have too
+    /// few units left once gang reservations are held (`None`: every candidate is fine).
+    pub fn blocked_by_reservations<S: AsRef<str>>(
+        &self,
+        pod: &Pod,
+        candidates: &[S],
+    ) -> Option<Vec<bool>> {
+        let units = pod_units(pod, &self.config.parse.resource).ok()?;
+        let units = u32::try_from(units).unwrap_or(u32::MAX);
+        if units == 0 || self.engine.gang_ids().next().is_none() {
+            return None;
+        }
+        let c = self.engine.cluster();
+        let mask: Vec<bool> = candidates
+            .iter()
+            .map(|name| {
+                c.node_id(name.as_ref())
+                    .is_some_and(|id| c.reserved(id) > 0 && c.free(id) < units)
+            })
+            .collect();
+        mask.contains(&true).then_some(mask)
+    }
+
     /// Scores for the prioritize verb, 0..=10, one per candidate.
     pub fn prioritize<S: AsRef<str>>(
         &mut self,

@@ -88,6 +88,8 @@ pub struct Failures<'a> {
     pub names: &'a [Cow<'a, str>],
     /// A name left out (the planned node).
     pub except: Option<&'a str>,
+    /// When set, only the names whose entry is `true` (same order as `names`).
+    pub mask: Option<&'a [bool]>,
     /// The reason of every other name.
     pub reason: &'a str,
 }
@@ -95,8 +97,11 @@ pub struct Failures<'a> {
 impl Serialize for Failures<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
-        for n in self.names {
-            if Some(n.as_ref()) != self.except {
+        for (i, n) in self.names.iter().enumerate() {
+            let masked = self
+                .mask
+                .is_some_and(|m| !m.get(i).copied().unwrap_or(false));
+            if !masked && Some(n.as_ref()) != self.except {
                 map.serialize_entry(n.as_ref(), self.reason)?;
             }
         }

@@ -444,3 +444,20 @@ async fn a_planned_node_kube_scheduler_dropped_is_replaced_or_explained() {
         "{reason}"
     );
 }
+
+#[tokio::test]
+async fn pods_outside_gangs_keep_off_reserved_nodes() {
+    let h = harness(ServerOptions::default(), true);
+    let planned = filter(&h, fixture("requests/filter-gang-rank0-names.json"))
+        .await
+        .node_names
+        .unwrap();
+    let out = filter(&h, fixture("requests/filter-plain-pod-names.json")).await;
+    let passing = out.node_names.unwrap();
+    // The gang holds its whole leaf (4 ranks): those nodes are refused to the 1-GPU pod.
+    assert_eq!(passing.len(), 12);
+    assert!(!passing.contains(&planned[0]));
+    assert_eq!(out.failed_nodes.len(), 4);
+    assert!(out.failed_nodes.keys().all(|n| n.starts_with("gpu-s0-l1-")));
+    assert!(out.failed_and_unresolvable_nodes.is_empty());
+}
