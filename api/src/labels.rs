@@ -92,6 +92,20 @@ impl LabelOptions {
         }
     }
 
+    /// The tier a tier key stands for under these options (`<prefix>tier-2` -> 2), if it is one.
+    pub fn tier_of_key(&self, key: &str) -> Option<u8> {
+        let (prefix, offset) = match self.keys {
+            KeyMode::Spinel => (self.prefix.as_str(), 0u8),
+            KeyMode::Topograph => (TOPOGRAPH_PREFIX, 1u8),
+        };
+        let n = key.strip_prefix(prefix)?.strip_prefix("tier-")?;
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let tier = n.parse::<u8>().ok()?.checked_add(offset)?;
+        (tier >= 1).then_some(tier)
+    }
+
     /// Key of the label naming the leaf that serves rail `rail`.
     pub fn rail_key(&self, rail: u16) -> String {
         format!("{}rail-{rail}", self.prefix)
@@ -150,6 +164,27 @@ mod tests {
         assert_eq!(topograph.tier_key(1), "fabric.topograph.run/tier-0");
         assert_eq!(topograph.tier_key(3), "fabric.topograph.run/tier-2");
         assert_eq!(topograph.rail_key(2), "fabric.spinel.dev/rail-2");
+    }
+
+    #[test]
+    fn tier_keys_parse_back() {
+        let spinel = LabelOptions::default();
+        assert_eq!(spinel.tier_of_key("fabric.spinel.dev/tier-2"), Some(2));
+        assert_eq!(spinel.tier_of_key("fabric.spinel.dev/tier-0"), None);
+        assert_eq!(spinel.tier_of_key("fabric.spinel.dev/tier-x"), None);
+        assert_eq!(spinel.tier_of_key("kubernetes.io/hostname"), None);
+        let topograph = LabelOptions {
+            keys: KeyMode::Topograph,
+            ..LabelOptions::default()
+        };
+        assert_eq!(
+            topograph.tier_of_key("fabric.topograph.run/tier-0"),
+            Some(1)
+        );
+        for t in 1..=5 {
+            assert_eq!(topograph.tier_of_key(&topograph.tier_key(t)), Some(t));
+            assert_eq!(spinel.tier_of_key(&spinel.tier_key(t)), Some(t));
+        }
     }
 
     #[test]

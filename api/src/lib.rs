@@ -3,6 +3,9 @@
 //! - [`labels`]: node label keys (prefix, tier keys, rail keys) and their validation.
 //! - [`crd`]: Spinel's custom resources, `NodeFabric` (a node's report and what the controller
 //!   derived for it) and `Fabric` (the controller's summary).
+//! - [`scheduling`]: a job's scheduling annotations, what the scheduler publishes on its pods,
+//!   and the taint the fabric agent sets on degraded nodes.
 
 pub mod crd;
 pub mod labels;
+pub mod scheduling;

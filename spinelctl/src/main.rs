@@ -4,6 +4,7 @@
 
 mod lldp;
 mod nccl;
+mod sched;
 mod topo;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +25,9 @@ enum Command {
     /// Fabric topology: infer tiers, rails and miswiring from neighbour tables.
     #[command(subcommand)]
     Topo(topo::Command),
+    /// Gang scheduling: the placement simulator, a placed gang's hostfile.
+    #[command(subcommand)]
+    Sched(sched::Command),
     /// NCCL settings (NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME) for this pod's RoCE
     /// interfaces, from what the kernel shows here.
     NcclEnv(nccl::Args),
@@ -34,6 +38,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Lldp(cmd) => lldp::run(cmd),
         Command::Topo(cmd) => topo::run(cmd),
+        Command::Sched(cmd) => sched::run(cmd),
         Command::NcclEnv(args) => nccl::run(args),
     };
     match result {

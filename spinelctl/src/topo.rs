@@ -194,7 +194,7 @@ fn dot_detail(d: DotHosts) -> dot::HostDetail {
 }
 
 /// `NAME=FILE` or `FILE`; a directory expands to its files (sorted, hidden ones skipped).
-fn expand(arg: &str) -> anyhow::Result<Vec<(Option<String>, PathBuf)>> {
+pub(crate) fn expand(arg: &str) -> anyhow::Result<Vec<(Option<String>, PathBuf)>> {
     let (observer, path) = match arg.split_once('=') {
         Some((name, path)) if !Path::new(arg).exists() && !name.is_empty() => {
             (Some(name.to_owned()), PathBuf::from(path))
@@ -225,7 +225,7 @@ fn expand(arg: &str) -> anyhow::Result<Vec<(Option<String>, PathBuf)>> {
     Ok(files.into_iter().map(|p| (None, p)).collect())
 }
 
-fn read(path: &Path) -> anyhow::Result<String> {
+pub(crate) fn read(path: &Path) -> anyhow::Result<String> {
     if path == Path::new("-") {
         let mut text = String::new();
         std::io::stdin()

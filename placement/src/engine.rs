@@ -1,0 +1,642 @@
+//! The planner with memory: one plan per gang, held as reservations on nodes so no other gang
+//! is promised the same units, ranks handed to pods as they arrive, and reservations released
+//! when pods bind, when the gang goes away, or when the gang does not finish binding in time.
+//! A node that disappears or degrades under a reservation triggers a new plan (or, when some
+//! ranks already run, a repair of the lost ranks next to their groups).
+//!
+//! Time is a number of milliseconds the caller supplies, so the engine stays free of clocks.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::cluster::{Cluster, NodeId, NodeSpec};
+use crate::explain::Explanation;
+use crate::plan::{Plan, PlanError, PlanOptions, plan};
+use crate::repair::repair;
+use crate::request::{GangId, GangRequest};
+
+/// Engine settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Planner settings.
+    pub plan: PlanOptions,
+    /// How long a gang may take to bind after its last progress before its reservation goes.
+    pub reservation_timeout_ms: u64,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            plan: PlanOptions::default(),
+            reservation_timeout_ms: 120_000,
+        }
+    }
+}
+
+/// Where one rank stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RankState {
+    /// No node (not planned, or its reservation was released).
+    Open,
+    /// Units reserved on its node; no pod told yet.
+    Reserved,
+    /// Units reserved; a pod was sent to the node.
+    Assigned,
+    /// The pod is bound; its units count as used, not reserved.
+    Bound,
+}
+
+#[derive(Debug, Clone)]
+struct Rank {
+    node: Option<NodeId>,
+    state: RankState,
+    pod: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Gang {
+    request: GangRequest,
+    ranks: Vec<Rank>,
+    pods: FxHashMap<String, u32>,
+    plan: Option<Plan>,
+    deadline_ms: u64,
+    waiting: Option<String>,
+    /// Nodes kube-scheduler's own filters refused to this gang's pods.
+    refused: Vec<NodeId>,
+}
+
+/// What a pod of a gang is told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Assignment {
+    /// Its rank.
+    pub rank: u32,
+    /// Its node.
+    pub node: NodeId,
+    /// The node's name.
+    pub node_name: String,
+}
+
+/// Why a pod gets no node.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AssignError {
+    /// No plan: the gang waits or can never fit.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// Pods of one gang disagree about its request.
+    #[error(
+        "pods of gang {gang} disagree: {detail}; every pod of a gang must carry the same \
+             scheduling annotations"
+    )]
+    Disagree {
+        /// The gang.
+        gang: GangId,
+        /// The difference.
+        detail: String,
+    },
+    /// A requested rank outside the gang.
+    #[error("pod asks for rank {rank} but gang {gang} has {size} ranks")]
+    RankOutOfRange {
+        /// The gang.
+        gang: GangId,
+        /// Requested rank.
+        rank: u32,
+        /// Gang size.
+        size: u32,
+    },
+    /// A requested rank held by another pod.
+    #[error("rank {rank} of gang {gang} is held by pod {holder}")]
+    RankTaken {
+        /// The gang.
+        gang: GangId,
+        /// Requested rank.
+        rank: u32,
+        /// Pod UID holding it.
+        holder: String,
+    },
+    /// More pods than ranks.
+    #[error("gang {gang} already has a pod on each of its {size} ranks")]
+    GangFull {
+        /// The gang.
+        gang: GangId,
+        /// Gang size.
+        size: u32,
+    },
+    /// A pod the engine holds no rank for.
+    #[error("pod {pod} has no rank in gang {gang}")]
+    UnknownPod {
+        /// The gang.
+        gang: GangId,
+        /// The pod's UID.
+        pod: String,
+    },
+    /// Lost ranks cannot rejoin their groups.
+    #[error("gang {gang} cannot replace lost ranks: {}", why.message)]
+    Repair {
+        /// The gang.
+        gang: GangId,
+        /// Why.
+        why: Explanation,
+    },
+}
+
+/// A gang's plan as published to its pods and launcher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GangView {
+    /// The gang.
+    pub gang: GangId,
+    /// Node name per rank (empty when open).
+    pub rank_nodes: Vec<String>,
+    /// State per rank.
+    pub states: Vec<RankState>,
+    /// The latest plan, if any.
+    pub plan: Option<Plan>,
+    /// Why it waits, if it does.
+    pub waiting: Option<String>,
+}
+
+/// Cluster state plus every gang's plan and reservations.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    cluster: Cluster,
+    gangs: BTreeMap<GangId, Gang>,
+    options: EngineOptions,
+}
+
+impl Engine {
+    /// An engine over `cluster`.
+    pub fn new(cluster: Cluster, options: EngineOptions) -> Engine {
+        Engine {
+            cluster,
+            gangs: BTreeMap::new(),
+            options,
+        }
+    }
+
+    /// The cluster (free capacity net of reservations).
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Gangs the engine holds state for.
+    pub fn gang_ids(&self) -> impl Iterator<Item = &GangId> {
+        self.gangs.keys()
+    }
+
+    /// Sets a node's usage by bound pods.
+    pub fn set_node_used(&mut self, name: &str, used: u32) {
+        if let Some(id) = self.cluster.node_id(name) {
+            self.cluster.set_used(id, used);
+        }
+    }
+
+    /// Adds or updates a node; reservations on a node that became unusable are re-planned.
+    pub fn upsert_node(&mut self, spec: NodeSpec, now_ms: u64) {
+        let before = self.cluster.node_id(&spec.name).map(|id| {
+            (
+                self.cluster.is_healthy(id),
+                self.cluster.ancestor(id, 1),
+                self.cluster.allocatable(id),
+            )
+        });
+        let id = self.cluster.upsert(spec);
+        let after = (
+            self.cluster.is_healthy(id),
+            self.cluster.ancestor(id, 1),
+            self.cluster.allocatable(id),
+        );
+        let lost = match before {
+            Some((healthy, leaf, alloc)) => {
+                (healthy && !after.0) || leaf != after.1 || alloc > after.2
+            }
+            None => false,
+        };
+        if lost {
+            self.replan_on(id, now_ms);
+        }
+    }
+
+    /// Removes a node; reservations on it are re-planned.
+    pub fn remove_node(&mut self, name: &str, now_ms: u64) {
+        if let Some(id) = self.cluster.node_id(name) {
+            // Unusable first, so the new plan cannot pick it again.
+            self.cluster.set_unschedulable(id, true);
+            self.replan_on(id, now_ms);
+            // Ranks still naming the node (bound pods) lose it before its id can be reused.
+            for g in self.gangs.values_mut() {
+                for r in &mut g.ranks {
+                    if r.node == Some(id) {
+                        r.node = None;
+                        r.state = RankState::Open;
+                    }
+                }
+            }
+            self.cluster.remove(name);
+        }
+    }
+
+    fn replan_on(&mut self, node: NodeId, now_ms: u64) {
+        let affected: Vec<GangId> = self
+            .gangs
+            .iter()
+            .filter(|(_, g)| {
+                g.ranks.iter().any(|r| {
+                    r.node == Some(node)
+                        && matches!(r.state, RankState::Reserved | RankState::Assigned)
+                })
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in affected {
+            let Some(g) = self.gangs.get_mut(&id) else {
+                continue;
+            };
+            let any_bound = g.ranks.iter().any(|r| r.state == RankState::Bound);
+            for r in &mut g.ranks {
+                let release = if any_bound {
+                    r.node == Some(node)
+                } else {
+                    r.state != RankState::Bound
+                };
+                if release && matches!(r.state, RankState::Reserved | RankState::Assigned) {
+                    if let Some(n) = r.node.take() {
+                        self.cluster.unreserve(n, g.request.per_pod);
+                    }
+                    r.state = RankState::Open;
+                }
+            }
+            g.plan = None;
+            // A failure leaves the gang waiting with its reason; the next pod retries.
+            let _ = self.ensure_plan(&id, now_ms);
+        }
+    }
+
+    /// Places the gang's open ranks: a full plan when nothing runs yet, else a repair.
+    fn ensure_plan(&mut self, id: &GangId, now_ms: u64) -> Result<(), AssignError> {
+        let Some(g) = self.gangs.get(id) else {
+            return Ok(());
+        };
+        if g.ranks.iter().all(|r| r.node.is_some()) {
+            return Ok(());
+        }
+        // Nodes refused to this gang are hidden from its plans (a copy, only for such gangs).
+        let excluded = (!g.refused.is_empty()).then(|| {
+            let mut c = self.cluster.clone();
+            for n in &g.refused {
+                c.set_unschedulable(*n, true);
+            }
+            c
+        });
+        let view = excluded.as_ref().unwrap_or(&self.cluster);
+        let Some(g) = self.gangs.get_mut(id) else {
+            return Ok(());
+        };
+        // Ranks already placed stay; the open ones join them. Nothing placed: a full plan.
+        let any_placed = g.ranks.iter().any(|r| r.node.is_some());
+        let nodes: Vec<NodeId> = if any_placed {
+            let mut ranks: Vec<Option<NodeId>> = g.ranks.iter().map(|r| r.node).collect();
+            if let Err(why) = repair(view, &g.request, &mut ranks) {
+                g.waiting = Some(why.message.clone());
+                return Err(AssignError::Repair {
+                    gang: id.clone(),
+                    why,
+                });
+            }
+            ranks.into_iter().flatten().collect()
+        } else {
+            match plan(view, &g.request, &self.options.plan) {
+                Ok(p) => {
+                    let nodes = p.nodes.clone();
+                    g.plan = Some(p);
+                    nodes
+                }
+                Err(e) => {
+                    g.waiting = Some(e.to_string());
+                    return Err(e.into());
+                }
+            }
+        };
+        for (r, n) in g.ranks.iter_mut().zip(nodes) {
+            if r.node.is_none() {
+                r.node = Some(n);
+                r.state = if r.pod.is_some() {
+                    RankState::Assigned
+                } else {
+                    RankState::Reserved
+                };
+                self.cluster.reserve(n, g.request.per_pod);
+            }
+        }
+        g.waiting = None;
+        g.deadline_ms = now_ms.saturating_add(self.options.reservation_timeout_ms);
+        Ok(())
+    }
+
+    fn gang_entry(&mut self, request: &GangRequest) -> Result<&mut Gang, AssignError> {
+        let g = self
+            .gangs
+            .entry(request.gang.clone())
+            .or_insert_with(|| Gang {
+                request: request.clone(),
+                ranks: vec![
+                    Rank {
+                        node: None,
+                        state: RankState::Open,
+                        pod: None,
+                    };
+                    request.size as usize
+                ],
+                pods: FxHashMap::default(),
+                plan: None,
+                deadline_ms: 0,
+                waiting: None,
+                refused: Vec::new(),
+            });
+        if g.request != *request {
+            return Err(AssignError::Disagree {
+                gang: request.gang.clone(),
+                detail: describe_difference(&g.request, request),
+            });
+        }
+        Ok(g)
+    }
+
+    /// The node for pod `pod_uid` of the gang: plans the gang on its first pod, reserves it,
+    /// and gives the pod its rank (`index` when the launcher fixed one, else the lowest free).
+    pub fn assign(
+        &mut self,
+        request: &GangRequest,
+        pod_uid: &str,
+        index: Option<u32>,
+        now_ms: u64,
+    ) -> Result<Assignment, AssignError> {
+        let id = request.gang.clone();
+        let timeout = self.options.reservation_timeout_ms;
+        let g = self.gang_entry(request)?;
+        let rank = match g.pods.get(pod_uid) {
+            Some(r) => *r,
+            None => {
+                let r = choose_rank(g, &id, index)?;
+                g.pods.insert(pod_uid.to_owned(), r);
+                g.ranks[r as usize].pod = Some(pod_uid.to_owned());
+                if g.ranks[r as usize].state == RankState::Reserved {
+                    g.ranks[r as usize].state = RankState::Assigned;
+                }
+                // A new pod is progress; the same pod asking again is not.
+                g.deadline_ms = now_ms.saturating_add(timeout);
+                r
+            }
+        };
+        self.ensure_plan(&id, now_ms)?;
+        let g = self.gangs.get(&id).ok_or_else(|| AssignError::GangFull {
+            gang: id.clone(),
+            size: request.size,
+        })?;
+        let node = g.ranks[rank as usize]
+            .node
+            .ok_or_else(|| AssignError::GangFull {
+                gang: id.clone(),
+                size: request.size,
+            })?;
+        Ok(Assignment {
+            rank,
+            node,
+            node_name: self.cluster.node_name(node).to_owned(),
+        })
+    }
+
+    /// Records that a gang pod is bound to `node_name`: its reservation is released (the
+    /// caller counts the pod's units as used). Returns the pod's rank.
+    pub fn bound(
+        &mut self,
+        gang: &GangId,
+        pod_uid: &str,
+        node_name: &str,
+        now_ms: u64,
+    ) -> Option<u32> {
+        let node = self.cluster.node_id(node_name);
+        let g = self.gangs.get_mut(gang)?;
+        let rank = *g.pods.get(pod_uid)?;
+        let r = &mut g.ranks[rank as usize];
+        if r.state != RankState::Bound {
+            if let Some(n) = r.node {
+                self.cluster.unreserve(n, g.request.per_pod);
+            }
+            r.state = RankState::Bound;
+            r.node = node.or(r.node);
+        }
+        g.deadline_ms = now_ms.saturating_add(self.options.reservation_timeout_ms);
+        Some(rank)
+    }
+
+    /// kube-scheduler's own filters rejected the node planned for this pod (a resource the
+    /// engine does not count, a taint it does not know): the node is kept from the gang and the
+    /// pod's rank placed again next to its group. Returns the new assignment.
+    pub fn refuse(
+        &mut self,
+        gang: &GangId,
+        pod_uid: &str,
+        now_ms: u64,
+    ) -> Result<Assignment, AssignError> {
+        let full = |g: &GangId| AssignError::UnknownPod {
+            gang: g.clone(),
+            pod: pod_uid.to_owned(),
+        };
+        let g = self.gangs.get_mut(gang).ok_or_else(|| full(gang))?;
+        let rank = *g.pods.get(pod_uid).ok_or_else(|| full(gang))?;
+        let per_pod = g.request.per_pod;
+        let r = &mut g.ranks[rank as usize];
+        if r.state != RankState::Bound
+            && let Some(n) = r.node.take()
+        {
+            r.state = RankState::Open;
+            g.refused.push(n);
+            self.cluster.unreserve(n, per_pod);
+        }
+        self.ensure_plan(gang, now_ms)?;
+        let g = self.gangs.get(gang).ok_or_else(|| full(gang))?;
+        let node = g.ranks[rank as usize].node.ok_or_else(|| full(gang))?;
+        Ok(Assignment {
+            rank,
+            node,
+            node_name: self.cluster.node_name(node).to_owned(),
+        })
+    }
+
+    /// Takes in a pod found running with its published rank (after a restart of the
+    /// scheduler): its rank is bound to its node, so the gang's other ranks are placed next to
+    /// it rather than planned from scratch.
+    pub fn adopt(
+        &mut self,
+        request: &GangRequest,
+        pod_uid: &str,
+        rank: u32,
+        node_name: &str,
+    ) -> Result<(), AssignError> {
+        let node = self.cluster.node_id(node_name);
+        let id = request.gang.clone();
+        let g = self.gang_entry(request)?;
+        if g.pods.contains_key(pod_uid) {
+            return Ok(());
+        }
+        let r = choose_rank(g, &id, Some(rank))?;
+        let per_pod = g.request.per_pod;
+        let slot = &mut g.ranks[r as usize];
+        let release = match slot.state {
+            RankState::Reserved | RankState::Assigned => slot.node,
+            RankState::Open | RankState::Bound => None,
+        };
+        slot.node = node;
+        slot.state = RankState::Bound;
+        slot.pod = Some(pod_uid.to_owned());
+        g.pods.insert(pod_uid.to_owned(), r);
+        if let Some(n) = release {
+            self.cluster.unreserve(n, per_pod);
+        }
+        Ok(())
+    }
+
+    /// A pod of the gang ended or was deleted: its rank opens for a replacement (units it held
+    /// as used are the caller's to release).
+    pub fn pod_gone(&mut self, gang: &GangId, pod_uid: &str) {
+        let Some(g) = self.gangs.get_mut(gang) else {
+            return;
+        };
+        let Some(rank) = g.pods.remove(pod_uid) else {
+            return;
+        };
+        let r = &mut g.ranks[rank as usize];
+        r.pod = None;
+        match r.state {
+            RankState::Assigned => r.state = RankState::Reserved,
+            RankState::Bound => {
+                r.state = RankState::Open;
+                r.node = None;
+            }
+            RankState::Open | RankState::Reserved => {}
+        }
+        if g.pods.is_empty() && g.ranks.iter().all(|r| r.state != RankState::Bound) {
+            self.release(gang);
+        }
+    }
+
+    /// Forgets a gang and releases every reservation it holds.
+    pub fn release(&mut self, gang: &GangId) {
+        if let Some(g) = self.gangs.remove(gang) {
+            for r in g.ranks {
+                if let (Some(n), RankState::Reserved | RankState::Assigned) = (r.node, r.state) {
+                    self.cluster.unreserve(n, g.request.per_pod);
+                }
+            }
+        }
+    }
+
+    /// Releases the reservations of gangs that made no progress before their deadline;
+    /// returns them. Gangs fully bound are forgotten (their pods keep running).
+    pub fn expire(&mut self, now_ms: u64) -> Vec<GangId> {
+        let done: Vec<GangId> = self
+            .gangs
+            .iter()
+            .filter(|(_, g)| g.ranks.iter().all(|r| r.state == RankState::Bound))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in done {
+            self.gangs.remove(&id);
+        }
+        let expired: Vec<GangId> = self
+            .gangs
+            .iter()
+            .filter(|(_, g)| {
+                g.deadline_ms <= now_ms
+                    && g.ranks
+                        .iter()
+                        .any(|r| matches!(r.state, RankState::Reserved | RankState::Assigned))
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expired {
+            let Some(g) = self.gangs.get_mut(id) else {
+                continue;
+            };
+            for r in &mut g.ranks {
+                if matches!(r.state, RankState::Reserved | RankState::Assigned) {
+                    if let Some(n) = r.node.take() {
+                        self.cluster.unreserve(n, g.request.per_pod);
+                    }
+                    r.state = RankState::Open;
+                }
+            }
+            g.plan = None;
+            g.waiting = Some("reservation expired before every pod was bound".to_owned());
+        }
+        expired
+    }
+
+    /// A gang's plan, rank order and state.
+    pub fn view(&self, gang: &GangId) -> Option<GangView> {
+        let g = self.gangs.get(gang)?;
+        Some(GangView {
+            gang: gang.clone(),
+            rank_nodes: g
+                .ranks
+                .iter()
+                .map(|r| {
+                    r.node
+                        .map(|n| self.cluster.node_name(n).to_owned())
+                        .unwrap_or_default()
+                })
+                .collect(),
+            states: g.ranks.iter().map(|r| r.state.clone()).collect(),
+            plan: g.plan.clone(),
+            waiting: g.waiting.clone(),
+        })
+    }
+
+    /// The rank a pod holds, if any.
+    pub fn rank_of(&self, gang: &GangId, pod_uid: &str) -> Option<u32> {
+        self.gangs.get(gang)?.pods.get(pod_uid).copied()
+    }
+}
+
+fn choose_rank(g: &Gang, id: &GangId, index: Option<u32>) -> Result<u32, AssignError> {
+    let size = g.request.size;
+    match index {
+        Some(i) if i >= size => Err(AssignError::RankOutOfRange {
+            gang: id.clone(),
+            rank: i,
+            size,
+        }),
+        Some(i) => match &g.ranks[i as usize].pod {
+            Some(holder) => Err(AssignError::RankTaken {
+                gang: id.clone(),
+                rank: i,
+                holder: holder.clone(),
+            }),
+            None => Ok(i),
+        },
+        None => g
+            .ranks
+            .iter()
+            .position(|r| r.pod.is_none() && r.state != RankState::Bound)
+            .map(|p| p as u32)
+            .ok_or_else(|| AssignError::GangFull {
+                gang: id.clone(),
+                size,
+            }),
+    }
+}
+
+fn describe_difference(a: &GangRequest, b: &GangRequest) -> String {
+    if a.size != b.size {
+        format!("size {} vs {}", a.size, b.size)
+    } else if a.per_pod != b.per_pod || a.resource != b.resource {
+        format!(
+            "{} {} vs {} {} per pod",
+            a.per_pod, a.resource, b.per_pod, b.resource
+        )
+    } else {
+        format!("levels {:?} vs {:?}", a.levels, b.levels)
+    }
+}

@@ -1,0 +1,215 @@
+//! The planner on small uniform clusters: groups under their tiers, fallbacks recorded,
+//! explanations exact, degraded nodes avoided, decisions deterministic.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use spinel_api::labels::LabelOptions;
+use spinel_placement::sim::fabric::UniformFabric;
+use spinel_placement::{
+    Cluster, ClusterOptions, Dialect, GangId, GangRequest, Level, Mode, NodeId, PlanError,
+    PlanOptions, Tier, plan,
+};
+
+fn cluster(spines: u32, leaves: u32, nodes: u32) -> Cluster {
+    let f = UniformFabric {
+        spines,
+        leaves_per_spine: leaves,
+        nodes_per_leaf: nodes,
+        gpus_per_node: 8,
+    };
+    Cluster::from_nodes(
+        ClusterOptions::default(),
+        f.node_specs(&LabelOptions::default()),
+    )
+}
+
+fn level(name: &str, pods: u32, tier: Tier, mode: Mode) -> Level {
+    Level {
+        name: name.to_owned(),
+        pods,
+        tier,
+        mode,
+    }
+}
+
+fn job(name: &str, size: u32, per_pod: u32, levels: Vec<Level>) -> GangRequest {
+    GangRequest::new(
+        GangId {
+            namespace: "ml".to_owned(),
+            name: name.to_owned(),
+        },
+        size,
+        per_pod,
+        "nvidia.com/gpu",
+        levels,
+        Dialect::Native,
+    )
+    .unwrap()
+}
+
+fn leaf_of(c: &Cluster, n: NodeId) -> String {
+    c.domain_value(c.ancestor(n, 1)).to_owned()
+}
+
+fn spine_of(c: &Cluster, n: NodeId) -> String {
+    c.domain_value(c.ancestor(n, 2)).to_owned()
+}
+
+/// 3D job: 16 pods of 8 GPUs, DP groups of 4 pods under a leaf, the gang under a spine.
+fn three_d(name: &str) -> GangRequest {
+    job(
+        name,
+        16,
+        8,
+        vec![
+            level("dp", 4, Tier::LEAF, Mode::Hard),
+            level("pp", 16, Tier::SPINE, Mode::Hard),
+        ],
+    )
+}
+
+#[test]
+fn dp_groups_sit_under_one_leaf_and_the_gang_under_one_spine() {
+    let c = cluster(2, 4, 4);
+    let p = plan(&c, &three_d("a"), &PlanOptions::default()).unwrap();
+    assert_eq!(p.nodes.len(), 16);
+    for group in p.nodes.chunks(4) {
+        let leaf = leaf_of(&c, group[0]);
+        assert!(group.iter().all(|n| leaf_of(&c, *n) == leaf), "{group:?}");
+    }
+    let spine = spine_of(&c, p.nodes[0]);
+    assert!(p.nodes.iter().all(|n| spine_of(&c, *n) == spine));
+    // Every pod of 8 GPUs on its own node.
+    let mut distinct = p.nodes.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 16);
+    assert!(p.fallbacks.is_empty());
+    assert_eq!(p.spread.max, 3, "the gang spans 4 leaves of one spine");
+    assert_eq!(p.spread.cross_spine_groups, 0);
+}
+
+#[test]
+fn a_small_gang_takes_the_fullest_leaf_that_fits() {
+    let mut c = cluster(1, 3, 4);
+    // Leaf 1 has 2 nodes busy: best-fit sends a 2-node gang there, keeping whole leaves free.
+    for name in ["n-s00-l01-000", "n-s00-l01-001"] {
+        let id = c.node_id(name).unwrap();
+        c.add_used(id, 8);
+    }
+    let p = plan(&c, &job("small", 2, 8, vec![]), &PlanOptions::default()).unwrap();
+    assert!(
+        p.nodes.iter().all(|n| leaf_of(&c, *n) == "s00-l01"),
+        "{}",
+        p.domain
+    );
+    assert_eq!(p.domain, "leaf s00-l01");
+}
+
+#[test]
+fn tensor_parallel_pods_share_a_node() {
+    let c = cluster(1, 2, 2);
+    // 8 pods of 2 GPUs, TP groups of 4 pods per node.
+    let r = job("tp", 8, 2, vec![level("tp", 4, Tier::NODE, Mode::Hard)]);
+    let p = plan(&c, &r, &PlanOptions::default()).unwrap();
+    for group in p.nodes.chunks(4) {
+        assert!(group.iter().all(|n| *n == group[0]));
+    }
+    assert_ne!(p.nodes[0], p.nodes[4]);
+}
+
+#[test]
+fn a_soft_level_falls_back_one_tier_and_says_so() {
+    let c = cluster(2, 2, 4);
+    // 12 nodes: no spine has 12 (each has 8), so the soft pipeline widens to the cluster.
+    let r = job(
+        "wide",
+        12,
+        8,
+        vec![
+            level("dp", 4, Tier::LEAF, Mode::Hard),
+            level("pp", 12, Tier::SPINE, Mode::Soft),
+        ],
+    );
+    let p = plan(&c, &r, &PlanOptions::default()).unwrap();
+    assert_eq!(p.fallbacks.len(), 1);
+    assert_eq!(p.fallbacks[0].level, "pp");
+    assert_eq!(p.fallbacks[0].requested, Tier::SPINE);
+    assert_eq!(p.fallbacks[0].granted, Tier::CLUSTER);
+    assert!(
+        p.fallbacks[0].reason.contains("no spine had room"),
+        "{:?}",
+        p.fallbacks
+    );
+    for group in p.nodes.chunks(4) {
+        let leaf = leaf_of(&c, group[0]);
+        assert!(group.iter().all(|n| leaf_of(&c, *n) == leaf));
+    }
+}
+
+#[test]
+fn a_hard_level_waits_and_explains_the_best_leaf() {
+    let mut c = cluster(1, 2, 8);
+    // Leaf 0 has 6 of 8 nodes free, leaf 1 has 5: a DP group of 8 nodes cannot start.
+    for name in [
+        "n-s00-l00-000",
+        "n-s00-l00-001",
+        "n-s00-l01-000",
+        "n-s00-l01-001",
+        "n-s00-l01-002",
+    ] {
+        let id = c.node_id(name).unwrap();
+        c.add_used(id, 8);
+    }
+    let r = job("big", 8, 8, vec![level("dp", 8, Tier::LEAF, Mode::Hard)]);
+    let e = plan(&c, &r, &PlanOptions::default()).unwrap_err();
+    let PlanError::Pending { why, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(
+        why.message,
+        "each dp group needs 8 nodes within one leaf: leaf s00-l00 has 6 of 8 nodes free"
+    );
+    assert_eq!(why.shortfalls[0].has, 6);
+    assert_eq!(why.shortfalls[0].needs, 8);
+}
+
+#[test]
+fn a_gang_larger_than_any_leaf_never_fits_a_hard_leaf() {
+    let c = cluster(2, 2, 4);
+    let r = job("huge", 8, 8, vec![level("dp", 8, Tier::LEAF, Mode::Hard)]);
+    let e = plan(&c, &r, &PlanOptions::default()).unwrap_err();
+    assert!(matches!(e, PlanError::NeverFits { .. }), "{e}");
+    assert!(e.to_string().contains("can never fit"), "{e}");
+    // Pods larger than any node never fit either.
+    let e = plan(&c, &job("fat", 1, 16, vec![]), &PlanOptions::default()).unwrap_err();
+    assert!(matches!(e, PlanError::NeverFits { .. }), "{e}");
+}
+
+#[test]
+fn degraded_and_cordoned_nodes_are_never_chosen() {
+    let f = UniformFabric {
+        spines: 1,
+        leaves_per_spine: 2,
+        nodes_per_leaf: 4,
+        gpus_per_node: 8,
+    };
+    let mut specs = f.node_specs(&LabelOptions::default());
+    specs[0].degraded = true;
+    specs[5].unschedulable = true;
+    let bad = [specs[0].name.clone(), specs[5].name.clone()];
+    let c = Cluster::from_nodes(ClusterOptions::default(), specs);
+    let p = plan(&c, &job("all", 6, 8, vec![]), &PlanOptions::default()).unwrap();
+    for n in &p.nodes {
+        assert!(!bad.contains(&c.node_name(*n).to_owned()));
+    }
+    let e = plan(&c, &job("seven", 7, 8, vec![]), &PlanOptions::default()).unwrap_err();
+    assert!(matches!(e, PlanError::Pending { .. }), "{e}");
+}
+
+#[test]
+fn planning_is_deterministic() {
+    let c = cluster(3, 4, 4);
+    let a = plan(&c, &three_d("x"), &PlanOptions::default()).unwrap();
+    let b = plan(&c.clone(), &three_d("x"), &PlanOptions::default()).unwrap();
+    assert_eq!(a, b);
+}

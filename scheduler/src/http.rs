@@ -1,0 +1,360 @@
+//! The extender's HTTP server: `POST /filter`, `/prioritize`, `/bind` (kube-scheduler extender
+//! v1), `GET /healthz` (alive) and `/readyz` (the cluster view is loaded).
+//!
+//! Bodies are read whole up to a size limit (413 above it) and parsed with serde_json, whose
+//! recursion limit (128 levels) turns hostile nesting into an error; anything that does not
+//! parse, or lacks the pod or the candidates, is a 400 with the reason. Nothing a request
+//! carries can panic a handler.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State as AxumState};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use k8s_openapi::api::core::v1::Pod;
+use serde::Deserialize;
+use serde::Serialize;
+
+use crate::publish::Publisher;
+use crate::state::{FilterDecision, Publication, State};
+use crate::wire::{
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, Failures, FilterReply,
+    HostPriorityRef, NodeListRef, node_name,
+};
+
+/// Server settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerOptions {
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Whether `/bind` binds pods (only one extender in a cluster may).
+    pub bind: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 64 << 20,
+            bind: false,
+        }
+    }
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct App {
+    state: Arc<Mutex<State>>,
+    publisher: Arc<dyn Publisher>,
+    started: Instant,
+    options: ServerOptions,
+}
+
+impl App {
+    /// An app over `state`, publishing through `publisher`.
+    pub fn new(
+        state: Arc<Mutex<State>>,
+        publisher: Arc<dyn Publisher>,
+        options: ServerOptions,
+    ) -> App {
+        App {
+            state,
+            publisher,
+            started: Instant::now(),
+            options,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, State>, Rejection> {
+        self.state.lock().map_err(|_| {
+            Rejection(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "state lock poisoned".to_owned(),
+            )
+        })
+    }
+}
+
+/// The router.
+pub fn router(app: App) -> Router {
+    let limit = app.options.max_body_bytes;
+    Router::new()
+        .route("/filter", post(filter))
+        .route("/prioritize", post(prioritize))
+        .route("/bind", post(bind))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(app)
+}
+
+/// A request refused with a status and a reason.
+struct Rejection(StatusCode, String);
+
+impl IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        text(self.0, self.1)
+    }
+}
+
+fn text(status: StatusCode, body: impl Into<String>) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain")], body.into()).into_response()
+}
+
+fn json<T: Serialize>(value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+fn parse<'a, T: Deserialize<'a>>(body: &'a [u8], what: &str) -> Result<T, Rejection> {
+    serde_json::from_slice(body)
+        .map_err(|e| Rejection(StatusCode::BAD_REQUEST, format!("invalid {what}: {e}")))
+}
+
+/// The pod and the candidates, in whichever mode the scheduler sent them, borrowed from the
+/// request body.
+struct Request<'a> {
+    pod: Pod,
+    names: Vec<Cow<'a, str>>,
+    nodes: Option<NodeListRef<'a>>,
+}
+
+fn bad(reason: &str) -> Rejection {
+    Rejection(StatusCode::BAD_REQUEST, reason.to_owned())
+}
+
+fn request(body: &Bytes) -> Result<Request<'_>, Rejection> {
+    let args: ExtenderArgs<'_> = parse(body, "ExtenderArgs")?;
+    let pod = args
+        .pod
+        .ok_or_else(|| bad("invalid ExtenderArgs: Pod is missing"))?;
+    match (args.node_names, args.nodes) {
+        (Some(names), _) => Ok(Request {
+            pod,
+            names,
+            nodes: None,
+        }),
+        (None, Some(list)) => {
+            let names = list
+                .items
+                .iter()
+                .map(|n| node_name(n))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| bad("invalid ExtenderArgs: a node in Nodes has no metadata.name"))?;
+            Ok(Request {
+                pod,
+                names,
+                nodes: Some(list),
+            })
+        }
+        (None, None) => Err(bad(
+            "invalid ExtenderArgs: neither Nodes nor NodeNames is set",
+        )),
+    }
+}
+
+fn publish(app: &App, pod: &Pod, p: Publication) {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let name = pod.metadata.name.as_deref().unwrap_or("");
+    if !p.annotations.is_empty() {
+        app.publisher.annotate(ns, name, p.annotations);
+    }
+    if let Some((reason, message)) = p.event {
+        app.publisher.event(ns, name, &reason, &message);
+    }
+}
+
+/// The reply keeping the candidates `pass` accepts (by position), in the caller's mode.
+fn reply<'a>(req: &'a mut Request<'_>, pass: impl Fn(usize, &str) -> bool) -> FilterReply<'a> {
+    let mut out = FilterReply::default();
+    match req.nodes.take() {
+        Some(mut list) => {
+            let names = &req.names;
+            let mut i = 0;
+            list.items.retain(|_| {
+                let keep = pass(i, &names[i]);
+                i += 1;
+                keep
+            });
+            out.nodes = Some(list);
+        }
+        None => {
+            out.node_names = Some(
+                req.names
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, n)| pass(*i, n))
+                    .map(|(_, n)| n.as_ref())
+                    .collect(),
+            )
+        }
+    }
+    out
+}
+
+async fn filter(AxumState(app): AxumState<App>, body: Bytes) -> Response {
+    let mut req = match request(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp.into_response(),
+    };
+    let names = req.names.clone();
+    let (decision, publication) = {
+        let mut state = match app.lock() {
+            Ok(s) => s,
+            Err(resp) => return resp.into_response(),
+        };
+        let first = state.filter(&req.pod, app.now_ms());
+        match &first.0 {
+            // kube-scheduler's own filters dropped the planned node: place the rank again
+            // once, without that node, rather than wait for the reservation to expire.
+            FilterDecision::Only { node, .. } if !names.iter().any(|n| n == node) => {
+                publish(&app, &req.pod, first.1);
+                state.refuse(&req.pod, app.now_ms())
+            }
+            _ => first,
+        }
+    };
+    // Pods outside gangs keep off units reserved for planned gangs.
+    let blocked = match decision {
+        FilterDecision::PassThrough => match app.lock() {
+            Ok(state) => state.blocked_by_reservations(&req.pod, &names),
+            Err(resp) => return resp.into_response(),
+        },
+        _ => None,
+    };
+    publish(&app, &req.pod, publication);
+    let all = |reason| Failures {
+        names: &names,
+        except: None,
+        mask: None,
+        reason,
+    };
+    let reason: String;
+    match decision {
+        FilterDecision::PassThrough => match &blocked {
+            None => json(&reply(&mut req, |_, _| true)),
+            Some(mask) => {
+                let mut out = reply(&mut req, |i, _| !mask[i]);
+                out.failed_nodes = Failures {
+                    names: &names,
+                    except: None,
+                    mask: Some(mask),
+                    reason: "its free units are reserved for a planned gang",
+                };
+                json(&out)
+            }
+        },
+        FilterDecision::Only { node, others, .. } if names.iter().any(|n| *n == node) => {
+            let mut out = reply(&mut req, |_, n| n == node);
+            out.failed_and_unresolvable_nodes = Failures {
+                names: &names,
+                except: Some(node.as_str()),
+                mask: None,
+                reason: &others,
+            };
+            json(&out)
+        }
+        FilterDecision::Only { node, rank, .. } => {
+            reason = format!(
+                "rank {rank} is planned on node {node}, which did not pass kube-scheduler's \
+                 own filters"
+            );
+            let mut out = reply(&mut req, |_, _| false);
+            out.failed_nodes = all(&reason);
+            json(&out)
+        }
+        FilterDecision::Reject { resolvable, reason } => {
+            let mut out = reply(&mut req, |_, _| false);
+            if resolvable {
+                out.failed_nodes = all(&reason);
+            } else {
+                out.failed_and_unresolvable_nodes = all(&reason);
+            }
+            json(&out)
+        }
+    }
+}
+
+async fn prioritize(AxumState(app): AxumState<App>, body: Bytes) -> Response {
+    let req = match request(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp.into_response(),
+    };
+    let scores = {
+        let mut state = match app.lock() {
+            Ok(s) => s,
+            Err(resp) => return resp.into_response(),
+        };
+        state.prioritize(&req.pod, &req.names, app.now_ms())
+    };
+    let list: Vec<HostPriorityRef<'_>> = req
+        .names
+        .iter()
+        .zip(scores)
+        .map(|(host, score)| HostPriorityRef { host, score })
+        .collect();
+    json(&list)
+}
+
+async fn bind(AxumState(app): AxumState<App>, body: Bytes) -> Response {
+    if !app.options.bind {
+        return text(
+            StatusCode::NOT_FOUND,
+            "binding is off: start spinel-scheduler with --bind and set bindVerb",
+        );
+    }
+    let args: ExtenderBindingArgs = match parse(&body, "ExtenderBindingArgs") {
+        Ok(a) => a,
+        Err(resp) => return resp.into_response(),
+    };
+    if args.pod_name.is_empty() || args.pod_uid.is_empty() || args.node.is_empty() {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "invalid ExtenderBindingArgs: PodName, PodUID and Node are required",
+        );
+    }
+    let outcome = app
+        .publisher
+        .bind(
+            &args.pod_namespace,
+            &args.pod_name,
+            &args.pod_uid,
+            &args.node,
+        )
+        .await;
+    let error = match outcome {
+        Ok(()) => {
+            if let Ok(mut state) = app.state.lock() {
+                state.bound(&args.pod_uid, &args.node, app.now_ms());
+            }
+            String::new()
+        }
+        Err(e) => e,
+    };
+    json(&ExtenderBindingResult { error })
+}
+
+async fn readyz(AxumState(app): AxumState<App>) -> Response {
+    match app.state.lock() {
+        Ok(s) if s.is_ready() => text(StatusCode::OK, "ready"),
+        _ => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "cluster view not loaded yet",
+        ),
+    }
+}

@@ -1,0 +1,104 @@
+//! Side effects on the API server, behind a trait so the decision logic and the HTTP server
+//! are tested without one: pod annotations (rank, rank list, placement), Events, Bindings.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+
+/// A future returned by [`Publisher::bind`].
+pub type BindFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+
+/// Where decisions are published.
+pub trait Publisher: Send + Sync + 'static {
+    /// Merges `annotations` into a pod's (fire and forget; failures are logged).
+    fn annotate(&self, namespace: &str, pod: &str, annotations: BTreeMap<String, String>);
+    /// Records an Event on a pod (fire and forget).
+    fn event(&self, namespace: &str, pod: &str, reason: &str, message: &str);
+    /// Binds a pod to a node (the extender's bind verb).
+    fn bind<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        uid: &'a str,
+        node: &'a str,
+    ) -> BindFuture<'a>;
+}
+
+/// One recorded side effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Annotations merged into a pod.
+    Annotate {
+        /// `namespace/name`.
+        pod: String,
+        /// The annotations.
+        annotations: BTreeMap<String, String>,
+    },
+    /// An Event.
+    Event {
+        /// `namespace/name`.
+        pod: String,
+        /// Reason.
+        reason: String,
+        /// Message.
+        message: String,
+    },
+    /// A Binding.
+    Bind {
+        /// `namespace/name`.
+        pod: String,
+        /// Node.
+        node: String,
+    },
+}
+
+/// A publisher that only records (tests, `--nodes` file mode).
+#[derive(Debug, Default)]
+pub struct Recorder {
+    effects: Mutex<Vec<Effect>>,
+}
+
+impl Recorder {
+    /// Everything published so far.
+    pub fn effects(&self) -> Vec<Effect> {
+        self.effects.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    fn push(&self, e: Effect) {
+        if let Ok(mut v) = self.effects.lock() {
+            v.push(e);
+        }
+    }
+}
+
+impl Publisher for Recorder {
+    fn annotate(&self, namespace: &str, pod: &str, annotations: BTreeMap<String, String>) {
+        self.push(Effect::Annotate {
+            pod: format!("{namespace}/{pod}"),
+            annotations,
+        });
+    }
+
+    fn event(&self, namespace: &str, pod: &str, reason: &str, message: &str) {
+        self.push(Effect::Event {
+            pod: format!("{namespace}/{pod}"),
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+        });
+    }
+
+    fn bind<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        _uid: &'a str,
+        node: &'a str,
+    ) -> BindFuture<'a> {
+        self.push(Effect::Bind {
+            pod: format!("{namespace}/{pod}"),
+            node: node.to_owned(),
+        });
+        Box::pin(async { Ok(()) })
+    }
+}

@@ -1,0 +1,221 @@
+//! The cluster view from the API server: watches on Nodes (labels, allocatable, the degraded
+//! taint, readiness) and Pods (usage per node, gang pods bound or gone), a ticker that expires
+//! stalled reservations, and the publisher that writes pod annotations, Events and Bindings.
+//!
+//! A watch that restarts re-lists; objects missing from the new list are dropped, so a node
+//! deleted while the watch was down does not linger in the view.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::WatchStreamExt as _;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::watcher::{self, Event as WatchEvent};
+use serde_json::json;
+
+use crate::publish::{BindFuture, Publisher};
+use crate::state::State;
+
+/// Milliseconds since `start`, the engine's clock.
+pub fn elapsed_ms(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn with_state(state: &Mutex<State>, f: impl FnOnce(&mut State)) {
+    match state.lock() {
+        Ok(mut s) => f(&mut s),
+        Err(_) => tracing::error!("state lock poisoned; dropping a watch event"),
+    }
+}
+
+/// Keeps the node view in step with the API server.
+pub async fn watch_nodes(client: Client, state: Arc<Mutex<State>>, start: Instant) {
+    let api: Api<Node> = Api::all(client);
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut listed: HashSet<String> = HashSet::new();
+    let mut known: HashSet<String> = HashSet::new();
+    while let Some(event) = stream.next().await {
+        let now = elapsed_ms(start);
+        match event {
+            Ok(WatchEvent::Init) => listed.clear(),
+            Ok(WatchEvent::InitApply(n)) | Ok(WatchEvent::Apply(n)) => {
+                if let Some(name) = n.metadata.name.clone() {
+                    listed.insert(name.clone());
+                    known.insert(name);
+                }
+                with_state(&state, |s| s.apply_node(&n, now));
+            }
+            Ok(WatchEvent::Delete(n)) => {
+                if let Some(name) = n.metadata.name.as_deref() {
+                    known.remove(name);
+                    with_state(&state, |s| s.delete_node(name, now));
+                }
+            }
+            Ok(WatchEvent::InitDone) => {
+                let gone: Vec<String> = known.difference(&listed).cloned().collect();
+                with_state(&state, |s| {
+                    for name in &gone {
+                        s.delete_node(name, now);
+                    }
+                });
+                known = listed.clone();
+                tracing::info!(nodes = known.len(), "node list loaded");
+            }
+            Err(e) => tracing::warn!(error = %e, "node watch error; retrying"),
+        }
+    }
+}
+
+/// Keeps usage and gang pods in step with the API server; marks the state ready once both the
+/// first pod list and `nodes_ready` are in.
+pub async fn watch_pods(client: Client, state: Arc<Mutex<State>>, start: Instant) {
+    let api: Api<Pod> = Api::all(client);
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut listed: BTreeMap<String, Pod> = BTreeMap::new();
+    let mut known: BTreeMap<String, Pod> = BTreeMap::new();
+    while let Some(event) = stream.next().await {
+        let now = elapsed_ms(start);
+        let uid = |p: &Pod| p.metadata.uid.clone().unwrap_or_default();
+        match event {
+            Ok(WatchEvent::Init) => listed.clear(),
+            Ok(WatchEvent::InitApply(p)) | Ok(WatchEvent::Apply(p)) => {
+                with_state(&state, |s| s.apply_pod(&p, now));
+                listed.insert(uid(&p), p.clone());
+                known.insert(uid(&p), p);
+            }
+            Ok(WatchEvent::Delete(p)) => {
+                known.remove(&uid(&p));
+                with_state(&state, |s| s.delete_pod(&p));
+            }
+            Ok(WatchEvent::InitDone) => {
+                let gone: Vec<Pod> = known
+                    .iter()
+                    .filter(|(u, _)| !listed.contains_key(*u))
+                    .map(|(_, p)| p.clone())
+                    .collect();
+                with_state(&state, |s| {
+                    for p in &gone {
+                        s.delete_pod(p);
+                    }
+                    s.set_ready();
+                });
+                known = std::mem::take(&mut listed);
+                tracing::info!(pods = known.len(), "pod list loaded; ready");
+            }
+            Err(e) => tracing::warn!(error = %e, "pod watch error; retrying"),
+        }
+    }
+}
+
+/// Releases reservations of gangs that stop making progress.
+pub async fn expire_loop(state: Arc<Mutex<State>>, start: Instant, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let now = elapsed_ms(start);
+        with_state(&state, |s| {
+            for gang in s.expire(now) {
+                tracing::info!(%gang, "reservation expired before every pod was bound");
+            }
+        });
+    }
+}
+
+/// Writes to the API server: pod annotations (merge patch), Events (events.k8s.io), Bindings.
+pub struct KubePublisher {
+    client: Client,
+    recorder: Recorder,
+}
+
+impl KubePublisher {
+    /// A publisher reporting Events as `spinel-scheduler` (instance: this pod's name).
+    pub fn new(client: Client, instance: Option<String>) -> KubePublisher {
+        let reporter = Reporter {
+            controller: "spinel-scheduler".to_owned(),
+            instance,
+        };
+        KubePublisher {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+        }
+    }
+}
+
+fn pod_ref(namespace: &str, pod: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some("Pod".to_owned()),
+        name: Some(pod.to_owned()),
+        namespace: Some(namespace.to_owned()),
+        ..ObjectReference::default()
+    }
+}
+
+impl Publisher for KubePublisher {
+    fn annotate(&self, namespace: &str, pod: &str, annotations: BTreeMap<String, String>) {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let (ns, name) = (namespace.to_owned(), pod.to_owned());
+        tokio::spawn(async move {
+            let patch = json!({"metadata": {"annotations": annotations}});
+            if let Err(e) = api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::warn!(pod = %format!("{ns}/{name}"), error = %e, "annotating failed");
+            }
+        });
+    }
+
+    fn event(&self, namespace: &str, pod: &str, reason: &str, message: &str) {
+        let recorder = self.recorder.clone();
+        let reference = pod_ref(namespace, pod);
+        let event = Event {
+            type_: EventType::Warning,
+            reason: reason.to_owned(),
+            note: Some(message.chars().take(1000).collect()),
+            action: "Scheduling".to_owned(),
+            secondary: None,
+        };
+        tokio::spawn(async move {
+            if let Err(e) = recorder.publish(&event, &reference).await {
+                tracing::warn!(error = %e, "recording an event failed");
+            }
+        });
+    }
+
+    fn bind<'a>(
+        &'a self,
+        namespace: &'a str,
+        pod: &'a str,
+        uid: &'a str,
+        node: &'a str,
+    ) -> BindFuture<'a> {
+        Box::pin(async move {
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+            let binding = json!({
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": pod, "uid": uid},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+            });
+            api.create_subresource::<_, serde_json::Value>(
+                "binding",
+                pod,
+                &PostParams::default(),
+                &binding,
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("binding {namespace}/{pod} to {node} failed: {e}"))
+        })
+    }
+}

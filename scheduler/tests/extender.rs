@@ -1,0 +1,463 @@
+//! The extender over HTTP with a static cluster view, fed the recorded request bodies in
+//! `tests/fixtures/requests` (valid, malformed) and generated huge and hostile ones.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt as _;
+use k8s_openapi::api::core::v1::Node;
+use serde_json::Value;
+use spinel_scheduler::http::{App, ServerOptions, router};
+use spinel_scheduler::publish::{Effect, Recorder};
+use spinel_scheduler::state::{Config, State};
+use spinel_scheduler::wire::{ExtenderFilterResult, HostPriority};
+use tower::ServiceExt as _;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+struct Harness {
+    router: axum::Router,
+    recorder: Arc<Recorder>,
+    state: Arc<Mutex<State>>,
+}
+
+fn harness(options: ServerOptions, ready: bool) -> Harness {
+    let state = Arc::new(Mutex::new(State::new(Config::default())));
+    let list: Value = serde_json::from_slice(&fixture("nodes.json")).unwrap();
+    {
+        let mut s = state.lock().unwrap();
+        for item in list["items"].as_array().unwrap() {
+            let node: Node = serde_json::from_value(item.clone()).unwrap();
+            s.apply_node(&node, 0);
+        }
+        if ready {
+            s.set_ready();
+        }
+    }
+    let recorder = Arc::new(Recorder::default());
+    let app = App::new(state.clone(), recorder.clone(), options);
+    Harness {
+        router: router(app),
+        recorder,
+        state,
+    }
+}
+
+async fn call(h: &Harness, method: &str, path: &str, body: Vec<u8>) -> (StatusCode, Vec<u8>) {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap();
+    let resp = h.router.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    (status, bytes)
+}
+
+async fn filter(h: &Harness, body: Vec<u8>) -> ExtenderFilterResult {
+    let (status, bytes) = call(h, "POST", "/filter", body).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+fn leaf(node: &str) -> &str {
+    &node[..9]
+}
+
+fn spine(node: &str) -> &str {
+    &node[..6]
+}
+
+#[tokio::test]
+async fn a_gang_gets_one_node_per_rank_under_its_leaf_and_spine() {
+    let h = harness(ServerOptions::default(), true);
+    let mut chosen = Vec::new();
+    for r in 0..4 {
+        let out = filter(
+            &h,
+            fixture(&format!("requests/filter-gang-rank{r}-names.json")),
+        )
+        .await;
+        let names = out.node_names.unwrap();
+        assert_eq!(names.len(), 1, "rank {r}");
+        assert!(out.nodes.is_none());
+        assert!(out.error.is_empty());
+        assert_eq!(out.failed_and_unresolvable_nodes.len(), 15);
+        assert!(
+            out.failed_and_unresolvable_nodes
+                .values()
+                .all(|m| m.contains("gang ml/llama"))
+        );
+        chosen.push(names[0].clone());
+    }
+    assert!(
+        !chosen.contains(&"gpu-s0-l0-00".to_owned()),
+        "degraded node chosen"
+    );
+    assert_eq!(chosen.iter().collect::<BTreeSet<_>>().len(), 4);
+    // DP groups (one pipeline stage = 2 pods) under one leaf, the pipeline under one spine.
+    assert_eq!(leaf(&chosen[0]), leaf(&chosen[1]));
+    assert_eq!(leaf(&chosen[2]), leaf(&chosen[3]));
+    assert!(chosen.iter().all(|n| spine(n) == spine(&chosen[0])));
+    // Asking again gives the same answer.
+    let again = filter(&h, fixture("requests/filter-gang-rank2-names.json")).await;
+    assert_eq!(again.node_names.unwrap(), [chosen[2].clone()]);
+    // Rank annotations on every pod, the rank list on rank 0.
+    let effects = h.recorder.effects();
+    let rank0 = effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::Annotate { pod, annotations } if pod == "ml/llama-0" => Some(annotations),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(rank0["sched.spinel.dev/rank"], "0");
+    assert_eq!(rank0["sched.spinel.dev/rank-nodes"], chosen.join(","));
+    // The gang fits one leaf: the smallest domain, best-fit among the three whole leaves.
+    assert!(rank0["sched.spinel.dev/placement"].contains("\"domain\":\"leaf s0-l1\""));
+    assert!(chosen.iter().all(|n| leaf(n) == "gpu-s0-l1"));
+    let annotated: BTreeSet<&str> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Annotate { pod, .. } => Some(pod.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(annotated.len(), 4);
+}
+
+#[tokio::test]
+async fn full_node_mode_echoes_the_planned_node_object() {
+    let h = harness(ServerOptions::default(), true);
+    let out = filter(&h, fixture("requests/filter-gang-rank0-nodes.json")).await;
+    assert!(out.node_names.is_none());
+    let list = out.nodes.unwrap();
+    assert_eq!(list.items.len(), 1);
+    let name = list.items[0]["metadata"]["name"].as_str().unwrap();
+    let input: Value = serde_json::from_slice(&fixture("nodes.json")).unwrap();
+    let original = input["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["metadata"]["name"] == name)
+        .unwrap();
+    assert_eq!(&list.items[0], original);
+    assert_eq!(list.rest["kind"], "NodeList");
+}
+
+#[tokio::test]
+async fn prioritize_scores_the_planned_node_highest() {
+    let h = harness(ServerOptions::default(), true);
+    let planned = filter(&h, fixture("requests/filter-gang-rank1-names.json"))
+        .await
+        .node_names
+        .unwrap()[0]
+        .clone();
+    let (status, bytes) = call(
+        &h,
+        "POST",
+        "/prioritize",
+        fixture("requests/prioritize-gang-rank1-names.json"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let scores: Vec<HostPriority> = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(scores.len(), 16);
+    for s in &scores {
+        assert_eq!(s.score, if s.host == planned { 10 } else { 0 }, "{s:?}");
+    }
+}
+
+#[tokio::test]
+async fn pods_outside_gangs_pass_through_with_a_leaf_packing_score() {
+    let h = harness(ServerOptions::default(), true);
+    let out = filter(&h, fixture("requests/filter-plain-pod-names.json")).await;
+    assert_eq!(out.node_names.unwrap().len(), 16);
+    assert!(out.failed_nodes.is_empty() && out.failed_and_unresolvable_nodes.is_empty());
+    // Fill leaf s1-l1 partly: its nodes score higher than empty leaves'.
+    {
+        let mut s = h.state.lock().unwrap();
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "busy", "namespace": "x", "uid": "busy"},
+            "spec": {"nodeName": "gpu-s1-l1-00", "containers": [{"name": "c",
+                "resources": {"requests": {"nvidia.com/gpu": "8"}}}]}
+        }))
+        .unwrap();
+        s.apply_pod(&pod, 0);
+    }
+    let (_, bytes) = call(
+        &h,
+        "POST",
+        "/prioritize",
+        fixture("requests/prioritize-plain-pod-names.json"),
+    )
+    .await;
+    let scores: Vec<HostPriority> = serde_json::from_slice(&bytes).unwrap();
+    let of = |n: &str| scores.iter().find(|s| s.host == n).unwrap().score;
+    assert!(of("gpu-s1-l1-01") > of("gpu-s1-l0-01"), "{scores:?}");
+    assert!(scores.iter().all(|s| (0..=10).contains(&s.score)));
+}
+
+#[tokio::test]
+async fn kueue_dialect_pods_are_placed_too() {
+    let h = harness(ServerOptions::default(), true);
+    let out = filter(&h, fixture("requests/filter-kueue-pod-names.json")).await;
+    assert_eq!(out.node_names.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn invalid_and_impossible_gangs_are_unresolvable_with_the_reason() {
+    let h = harness(ServerOptions::default(), true);
+    let out = filter(&h, fixture("requests/filter-invalid-gang-names.json")).await;
+    assert!(out.node_names.unwrap().is_empty());
+    assert_eq!(out.failed_and_unresolvable_nodes.len(), 16);
+    let reason = out.failed_and_unresolvable_nodes.values().next().unwrap();
+    assert!(reason.contains("tp × dp × pp = 8 × 3 × 1"), "{reason}");
+    let out = filter(&h, fixture("requests/filter-too-big-gang-names.json")).await;
+    let reason = out.failed_and_unresolvable_nodes.values().next().unwrap();
+    assert!(reason.contains("can never fit"), "{reason}");
+    assert!(reason.contains("has 4 of 8 nodes in all"), "{reason}");
+    let events: Vec<Effect> = h
+        .recorder
+        .effects()
+        .into_iter()
+        .filter(|e| matches!(e, Effect::Event { .. }))
+        .collect();
+    assert_eq!(events.len(), 2, "{events:?}");
+    // The same reason again records no second Event.
+    filter(&h, fixture("requests/filter-invalid-gang-names.json")).await;
+    let again = h
+        .recorder
+        .effects()
+        .iter()
+        .filter(|e| matches!(e, Effect::Event { .. }))
+        .count();
+    assert_eq!(again, 2);
+}
+
+#[tokio::test]
+async fn two_gangs_at_once_never_share_a_node() {
+    let h = harness(ServerOptions::default(), true);
+    let mut first = BTreeSet::new();
+    for r in 0..4 {
+        let out = filter(
+            &h,
+            fixture(&format!("requests/filter-gang-rank{r}-names.json")),
+        )
+        .await;
+        first.extend(out.node_names.unwrap());
+    }
+    let other = String::from_utf8(fixture("requests/filter-gang-rank0-names.json"))
+        .unwrap()
+        .replace("llama", "mistral");
+    for r in 0..4 {
+        let body = other
+            .replace("\"uid-mistral-0\"", &format!("\"uid-mistral-{r}\""))
+            .replace(
+                "\"batch.kubernetes.io/job-completion-index\": \"0\"",
+                &format!("\"batch.kubernetes.io/job-completion-index\": \"{r}\""),
+            );
+        let out = filter(&h, body.into_bytes()).await;
+        let n = out.node_names.unwrap();
+        assert_eq!(n.len(), 1);
+        assert!(!first.contains(&n[0]), "{} promised twice", n[0]);
+    }
+}
+
+#[tokio::test]
+async fn bind_binds_only_when_enabled() {
+    let off = harness(ServerOptions::default(), true);
+    let (status, _) = call(&off, "POST", "/bind", fixture("requests/bind-rank0.json")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let on = harness(
+        ServerOptions {
+            bind: true,
+            ..ServerOptions::default()
+        },
+        true,
+    );
+    filter(&on, fixture("requests/filter-gang-rank0-names.json")).await;
+    let (status, bytes) = call(&on, "POST", "/bind", fixture("requests/bind-rank0.json")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(String::from_utf8(bytes).unwrap(), r#"{"Error":""}"#);
+    assert!(on.recorder.effects().contains(&Effect::Bind {
+        pod: "ml/llama-0".to_owned(),
+        node: "gpu-s0-l0-01".to_owned()
+    }));
+    let (status, bytes) = call(
+        &on,
+        "POST",
+        "/bind",
+        fixture("requests/malformed-bind-missing-node.json"),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+}
+
+#[tokio::test]
+async fn malformed_requests_get_400_with_a_reason() {
+    let h = harness(ServerOptions::default(), true);
+    let cases = [
+        ("malformed-not-json.txt", "invalid ExtenderArgs"),
+        ("malformed-no-pod.json", "Pod is missing"),
+        (
+            "malformed-no-candidates.json",
+            "neither Nodes nor NodeNames",
+        ),
+        ("malformed-pod-is-a-string.json", "invalid ExtenderArgs"),
+        ("malformed-node-without-name.json", "has no metadata.name"),
+        ("malformed-names-not-strings.json", "invalid ExtenderArgs"),
+    ];
+    for (file, reason) in cases {
+        for verb in ["/filter", "/prioritize"] {
+            let (status, bytes) =
+                call(&h, "POST", verb, fixture(&format!("requests/{file}"))).await;
+            let text = String::from_utf8_lossy(&bytes);
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{file} {verb}: {text}");
+            assert!(text.contains(reason), "{file} {verb}: {text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn hostile_and_huge_bodies_are_bounded() {
+    let h = harness(
+        ServerOptions {
+            max_body_bytes: 2 << 20,
+            bind: false,
+        },
+        true,
+    );
+    // Deep nesting never reaches the stack: typed fields stop at serde_json's recursion limit,
+    // skipped and raw values are scanned without recursion.
+    let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let deep_items = format!(
+        "{{\"Pod\":{{}},\"Nodes\":{{\"items\":[{}]}}}}",
+        nest(900_000)
+    );
+    let (status, bytes) = call(&h, "POST", "/filter", deep_items.into_bytes()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(String::from_utf8_lossy(&bytes).contains("has no metadata.name"));
+    let deep_ignored = format!(
+        "{{\"Pod\":{{\"metadata\":{{\"name\":\"p\"}},\"x\":{}}},\"NodeNames\":[\"a\"]}}",
+        nest(900_000)
+    );
+    let (status, _) = call(&h, "POST", "/filter", deep_ignored.into_bytes()).await;
+    assert_eq!(status, StatusCode::OK);
+    // managedFields[].fieldsV1 is free-form JSON, parsed into a tree: the recursion limit stops it.
+    let deep_typed = format!(
+        "{{\"Pod\":{{\"metadata\":{{\"name\":\"p\",\"managedFields\":[{{\"fieldsV1\":{}}}]}}}},\"NodeNames\":[\"a\"]}}",
+        "{\"a\":".repeat(200_000) + "1" + &"}".repeat(200_000)
+    );
+    let (status, bytes) = call(&h, "POST", "/filter", deep_typed.into_bytes()).await;
+    let reason: String = String::from_utf8_lossy(&bytes).chars().take(300).collect();
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{reason}");
+    assert!(reason.contains("recursion limit"), "{reason}");
+    // Over the size limit.
+    let big = vec![b' '; 3 << 20];
+    let (status, _) = call(&h, "POST", "/filter", big).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    // 50,000 candidate names (1.4 MB) within the limit: answered in full.
+    let mut body: Value =
+        serde_json::from_slice(&fixture("requests/filter-plain-pod-names.json")).unwrap();
+    body["NodeNames"] = (0..50_000)
+        .map(|i| Value::from(format!("node-{i:05}")))
+        .collect();
+    let out = filter(&h, serde_json::to_vec(&body).unwrap()).await;
+    assert_eq!(out.node_names.unwrap().len(), 50_000);
+}
+
+#[tokio::test]
+async fn readiness_follows_the_cluster_view() {
+    let h = harness(ServerOptions::default(), false);
+    assert_eq!(call(&h, "GET", "/healthz", vec![]).await.0, StatusCode::OK);
+    assert_eq!(
+        call(&h, "GET", "/readyz", vec![]).await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    h.state.lock().unwrap().set_ready();
+    assert_eq!(call(&h, "GET", "/readyz", vec![]).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_planned_node_kube_scheduler_dropped_is_replaced_or_explained() {
+    let h = harness(ServerOptions::default(), true);
+    filter(&h, fixture("requests/filter-gang-rank0-names.json")).await;
+    let plan = h
+        .recorder
+        .effects()
+        .into_iter()
+        .find_map(|e| match e {
+            Effect::Annotate { annotations, .. } => {
+                annotations.get("sched.spinel.dev/rank-nodes").cloned()
+            }
+            _ => None,
+        })
+        .unwrap();
+    let planned: Vec<&str> = plan.split(',').collect();
+    // Rank 1's planned node did not pass kube-scheduler's own filters.
+    let mut body: Value =
+        serde_json::from_slice(&fixture("requests/filter-gang-rank1-names.json")).unwrap();
+    let names: Vec<Value> = body["NodeNames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n.as_str() != Some(planned[1]))
+        .cloned()
+        .collect();
+    body["NodeNames"] = Value::from(names);
+    let out = filter(&h, serde_json::to_vec(&body).unwrap()).await;
+    // Its DP group's leaf is full (the other ranks hold it): the hard level keeps it waiting,
+    // with the reason, instead of a silent move to another leaf.
+    assert!(out.node_names.unwrap().is_empty());
+    let reason = out.failed_nodes.values().next().unwrap();
+    assert!(
+        reason.contains("rank 1 must rejoin its dp group within leaf s0-l1"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn pods_outside_gangs_keep_off_reserved_nodes() {
+    let h = harness(ServerOptions::default(), true);
+    let planned = filter(&h, fixture("requests/filter-gang-rank0-names.json"))
+        .await
+        .node_names
+        .unwrap();
+    let out = filter(&h, fixture("requests/filter-plain-pod-names.json")).await;
+    let passing = out.node_names.unwrap();
+    // The gang holds its whole leaf (4 ranks): those nodes are refused to the 1-GPU pod.
+    assert_eq!(passing.len(), 12);
+    assert!(!passing.contains(&planned[0]));
+    assert_eq!(out.failed_nodes.len(), 4);
+    assert!(out.failed_nodes.keys().all(|n| n.starts_with("gpu-s0-l1-")));
+    assert!(out.failed_and_unresolvable_nodes.is_empty());
+}
