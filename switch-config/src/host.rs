@@ -6,7 +6,7 @@
 //! driver cannot report is a [`Reading::CannotRead`] with the reason, never a default: a veth
 //! has no DCB operations, and "no PFC" is not the same as "cannot tell".
 
-// pub mod kernel;
+pub mod kernel;
 
 use std::collections::BTreeMap;
 
