@@ -37,12 +37,17 @@ impl Ctx<'_, '_> {
         message: String,
     ) -> Finding {
         let ports = vec![self.nic.port.to_owned()];
+        let found_pfc: Vec<u8> = if kind == Kind::Pfc {
+            found.split(',').filter_map(|p| p.parse().ok()).collect()
+        } else {
+            Vec::new()
+        };
         Finding {
             severity,
             kind,
             source: Source::Advertised,
             switch: Some(self.sp.switch.name.clone()),
-            fix: fix::switch(self.plan, self.sp, kind, &ports),
+            fix: fix::switch(self.plan, self.sp, kind, &ports, &found_pfc),
             ports,
             host: Some(self.host.to_owned()),
             nic: Some(self.nic.nic.to_owned()),

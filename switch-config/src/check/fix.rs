@@ -9,17 +9,24 @@ use crate::intent::{SwitchOs, WatchdogAction};
 use crate::plan::{FabricPlan, PortPeer, SwitchPlan};
 use crate::render::nvue::{self, NvSet};
 
-/// Fix for a switch finding of `kind` on `ports` (empty: switch-wide).
+/// Fix for a switch finding of `kind` on `ports` (empty: switch-wide). `found_pfc`: the PFC
+/// priorities seen (for a PFC finding), so extra ones are turned off.
 pub(super) fn switch(
     plan: &FabricPlan<'_>,
     sp: &SwitchPlan<'_>,
     kind: Kind,
     ports: &[String],
+    found_pfc: &[u8],
 ) -> Vec<String> {
+    let extra: Vec<u8> = found_pfc
+        .iter()
+        .copied()
+        .filter(|p| !sp.pfc.contains(p))
+        .collect();
     match sp.switch.os {
-        SwitchOs::Sonic => sonic(plan, sp, kind, ports),
-        SwitchOs::Cumulus => cumulus(plan, sp, kind, ports),
-        SwitchOs::Eos => eos(plan, sp, kind, ports),
+        SwitchOs::Sonic => sonic(plan, sp, kind, ports, &extra),
+        SwitchOs::Cumulus => cumulus(plan, sp, kind, ports, &extra),
+        SwitchOs::Eos => eos(plan, sp, kind, ports, &extra),
     }
 }
 
@@ -33,7 +40,13 @@ fn sonic_patch(sp: &SwitchPlan<'_>) -> Vec<String> {
     ]
 }
 
-fn sonic(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, kind: Kind, ports: &[String]) -> Vec<String> {
+fn sonic(
+    plan: &FabricPlan<'_>,
+    sp: &SwitchPlan<'_>,
+    kind: Kind,
+    ports: &[String],
+    extra: &[u8],
+) -> Vec<String> {
     let w = &plan.qos.watchdog;
     match kind {
         Kind::Mtu => vec![format!(
@@ -41,15 +54,22 @@ fn sonic(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, kind: Kind, ports: &[String
             ports.join(" "),
             sp.mtu
         )],
-        Kind::Pfc => (0..8u8)
-            .map(|prio| {
-                let on = if sp.pfc.contains(&prio) { "on" } else { "off" };
-                format!(
-                    "for p in {}; do config interface pfc priority $p {prio} {on}; done",
-                    ports.join(" ")
-                )
-            })
-            .collect(),
+        Kind::Pfc => {
+            let mut steps: Vec<String> = extra
+                .iter()
+                .map(|p| format!("config interface pfc priority $p {p} off"))
+                .collect();
+            steps.extend(
+                sp.pfc
+                    .iter()
+                    .map(|p| format!("config interface pfc priority $p {p} on")),
+            );
+            vec![format!(
+                "for p in {}; do {}; done",
+                ports.join(" "),
+                steps.join("; ")
+            )]
+        }
         Kind::Watchdog => {
             let action = match w.action {
                 WatchdogAction::Drop => "drop",
@@ -71,6 +91,7 @@ fn cumulus(
     sp: &SwitchPlan<'_>,
     kind: Kind,
     ports: &[String],
+    extra: &[u8],
 ) -> Vec<String> {
     let on_port = |c: &NvSet, leaf: &[&str]| {
         c.path.len() > 2
@@ -87,7 +108,11 @@ fn cumulus(
         Kind::Vlan => Box::new(move |c| on_port(c, &["bridge"]) || global(c, &["bridge"])),
         Kind::Address => Box::new(move |c| on_port(c, &["ip address"])),
         Kind::Pfc => {
-            Box::new(move |c| global(c, &["qos", "pfc"]) || on_port(c, &["qos pfc profile"]))
+            let profiles = pfc_profiles(plan, sp, ports);
+            Box::new(move |c| {
+                (global(c, &["qos", "pfc"]) && c.path.get(2).is_some_and(|p| profiles.contains(p)))
+                    || on_port(c, &["qos pfc profile"])
+            })
         }
         Kind::Watchdog => Box::new(move |c| {
             global(c, &["qos", "pfc-watchdog"]) || on_port(c, &["qos pfc-watchdog"])
@@ -114,14 +139,49 @@ fn cumulus(
         .into_iter()
         .filter(|c| select(c))
         .collect();
-    nvue::to_cli("", &commands)
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    let mut out: Vec<String> = Vec::new();
+    if kind == Kind::Pfc {
+        for profile in pfc_profiles(plan, sp, ports) {
+            for p in extra {
+                out.push(format!("nv unset qos pfc {profile} switch-priority {p}"));
+            }
+        }
+    }
+    out.extend(nvue::to_cli("", &commands).lines().map(str::to_owned));
+    out
 }
 
-fn eos(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, kind: Kind, ports: &[String]) -> Vec<String> {
+/// The NVUE PFC profiles `ports` use: host ports the default, switch links their own.
+fn pfc_profiles(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, ports: &[String]) -> Vec<String> {
+    let mut v = Vec::new();
+    for p in ports {
+        let profile = match sp.port(p).map(|pp| &pp.peer) {
+            Some(PortPeer::Switch { .. }) => nvue::uplink_pfc_profile(plan),
+            _ => "default-global".to_owned(),
+        };
+        if !v.contains(&profile) {
+            v.push(profile);
+        }
+    }
+    v
+}
+
+fn eos(
+    plan: &FabricPlan<'_>,
+    sp: &SwitchPlan<'_>,
+    kind: Kind,
+    ports: &[String],
+    extra: &[u8],
+) -> Vec<String> {
     let q = &plan.qos;
+    let rendered = crate::render::eos::render(plan, sp, "");
+    let profile_head = format!("qos profile {}", q.name);
+    let profile = block(&rendered, &profile_head);
+    let in_profile = |pred: &dyn Fn(&str) -> bool| -> Vec<String> {
+        std::iter::once(profile_head.clone())
+            .chain(profile.iter().skip(1).filter(|l| pred(l)).cloned())
+            .collect()
+    };
     let mut out = vec!["configure".to_owned()];
     let per_port = |out: &mut Vec<String>, line: &dyn Fn(&str) -> Option<String>| {
         for p in ports {
@@ -131,6 +191,7 @@ fn eos(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, kind: Kind, ports: &[String])
             }
         }
     };
+    let service_profile = |_: &str| Some(format!("service-profile {}", q.name));
     match kind {
         Kind::Mtu => per_port(&mut out, &|_| Some(format!("mtu {}", sp.mtu))),
         Kind::Description => per_port(&mut out, &|p| {
@@ -148,37 +209,46 @@ fn eos(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, kind: Kind, ports: &[String])
                 .and_then(|pp| pp.address)
                 .map(|a| format!("ip address {a}"))
         }),
-        Kind::Trust | Kind::Pfc | Kind::Watchdog | Kind::Scheduler | Kind::Ecn | Kind::DscpMap => {
-            let rendered = crate::render::eos::render(plan, sp, "");
+        Kind::Pfc => {
+            out.push(profile_head.clone());
             out.extend(
-                section(&rendered, "qos map")
-                    .into_iter()
-                    .filter(|_| kind == Kind::DscpMap),
+                extra
+                    .iter()
+                    .map(|p| format!("   no priority-flow-control priority {p} no-drop")),
             );
-            out.extend(block(&rendered, &format!("qos profile {}", q.name)));
-            per_port(&mut out, &|_| Some(format!("service-profile {}", q.name)));
-            if kind == Kind::Watchdog {
-                out.extend(section(&rendered, "priority-flow-control pause watchdog"));
-            }
+            out.extend(
+                in_profile(&|l| l.trim_start().starts_with("priority-flow-control"))
+                    .into_iter()
+                    .skip(1),
+            );
+            per_port(&mut out, &service_profile);
         }
+        Kind::Trust => {
+            out.extend(in_profile(&|l| l.contains("qos trust")));
+            per_port(&mut out, &service_profile);
+        }
+        Kind::Scheduler | Kind::Ecn => {
+            out.extend(
+                profile
+                    .iter()
+                    .filter(|l| {
+                        !l.trim_start().starts_with("priority-flow-control")
+                            && !l.contains("qos trust")
+                    })
+                    .cloned(),
+            );
+            per_port(&mut out, &service_profile);
+        }
+        Kind::Watchdog => {
+            out.extend(section(&rendered, "priority-flow-control pause watchdog"));
+            out.extend(in_profile(&|l| l.contains("pause watchdog")));
+            per_port(&mut out, &service_profile);
+        }
+        Kind::DscpMap => out.extend(section(&rendered, "qos map")),
         Kind::DcbxTlvs => per_port(&mut out, &|_| Some("dcbx mode ieee".to_owned())),
-        Kind::AppPriority => out.push(format!(
-            "dcbx application udp {} priority {}",
-            nvue::ROCE_UDP_PORT,
-            q.data.priority
-        )),
-        Kind::ArpAging => out.push(format!(
-            "arp aging timeout default {}",
-            plan.intent.arp.aging_seconds
-        )),
-        Kind::Svi | Kind::ArpCapacity => {
-            let rendered = crate::render::eos::render(plan, sp, "");
-            for p in ports {
-                out.extend(block(&rendered, &format!("interface {p}")));
-            }
-        }
+        Kind::AppPriority => out.extend(section(&rendered, "dcbx application")),
+        Kind::ArpAging => out.extend(section(&rendered, "arp aging timeout default")),
         _ => {
-            let rendered = crate::render::eos::render(plan, sp, "");
             for p in ports {
                 out.extend(block(&rendered, &format!("interface {p}")));
             }

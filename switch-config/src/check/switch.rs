@@ -14,6 +14,8 @@ struct Deviation {
     expected: String,
     found: String,
     message: String,
+    /// For PFC deviations: the priorities seen, so the fix turns extra ones off.
+    found_pfc: Vec<u8>,
 }
 
 /// Every disagreement between `sp`'s intent and `observed`.
@@ -29,6 +31,7 @@ pub fn compare(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, observed: &SwitchStat
                 expected: "configured".into(),
                 found: "absent".into(),
                 message: "port missing from the running configuration".into(),
+                found_pfc: Vec::new(),
             }],
             Some(o) => port(plan, w, o, &lossless),
         };
@@ -46,7 +49,7 @@ pub fn compare(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, observed: &SwitchStat
         .into_values()
         .map(|(d, mut ports)| {
             ports.sort_by(|a, b| crate::plan::natural_cmp(a, b));
-            let fix = fix::switch(plan, sp, d.kind, &ports);
+            let fix = fix::switch(plan, sp, d.kind, &ports, &d.found_pfc);
             finding(name, ports, d, fix)
         })
         .collect();
@@ -83,6 +86,7 @@ fn dev(
         expected,
         found,
         message,
+        found_pfc: Vec::new(),
     }
 }
 
@@ -127,17 +131,20 @@ fn port(plan: &FabricPlan<'_>, w: &PortState, o: &PortState, lossless: &[u8]) ->
         d.push(x);
     }
     if o.pfc != w.pfc {
-        d.push(dev(
-            Error,
-            Kind::Pfc,
-            comma_list(&w.pfc),
-            comma_list(&o.pfc),
-            format!(
-                "PFC on {} where the intent says {}",
-                none_if_empty(&comma_list(&o.pfc)),
-                comma_list(&w.pfc)
-            ),
-        ));
+        d.push(Deviation {
+            found_pfc: o.pfc.clone(),
+            ..dev(
+                Error,
+                Kind::Pfc,
+                comma_list(&w.pfc),
+                comma_list(&o.pfc),
+                format!(
+                    "PFC on {} where the intent says {}",
+                    none_if_empty(&comma_list(&o.pfc)),
+                    comma_list(&w.pfc)
+                ),
+            )
+        });
     }
     match (&w.watchdog, &o.watchdog) {
         (Some(_), None) => d.push(dev(
@@ -226,43 +233,48 @@ fn none_if_empty(s: &str) -> &str {
     if s.is_empty() { "no priority" } else { s }
 }
 
-/// DSCP map differences; an error when RoCE or CNP, or a lossless class, is involved.
+/// A wrong DSCP entry: (not RoCE/CNP, DSCP, intended TC, found TC) — sorts RoCE's first.
+type Wrong = (bool, u8, u8, Option<u8>);
+
+/// DSCP map differences; an error when RoCE or CNP, or a lossless class, is involved. The
+/// message shows RoCE's and CNP's DSCPs first and at most eight entries.
 fn dscp(plan: &FabricPlan<'_>, w: &PortState, o: &PortState, lossless: &[u8]) -> Option<Deviation> {
     let q = &plan.qos;
-    let mut wrong = Vec::new();
+    let mut wrong: Vec<Wrong> = Vec::new();
     let mut severe = false;
     for (d, tc) in &w.dscp_to_tc {
-        let got = o.dscp_to_tc.get(d);
-        if got != Some(tc) {
+        let got = o.dscp_to_tc.get(d).copied();
+        if got != Some(*tc) {
             let roce = q.data.dscp.contains(d) || q.cnp.dscp.contains(d);
-            severe |= roce || lossless.contains(tc) || got.is_some_and(|g| lossless.contains(g));
-            wrong.push(format!(
-                "{d}→{}",
-                got.map_or_else(|| "default".to_owned(), u8::to_string)
-            ));
+            severe |= roce || lossless.contains(tc) || got.is_some_and(|g| lossless.contains(&g));
+            wrong.push((!roce, *d, *tc, got));
         }
     }
     if wrong.is_empty() {
         return None;
     }
-    let expected: Vec<String> = w
-        .dscp_to_tc
-        .iter()
-        .filter(|(d, tc)| o.dscp_to_tc.get(d) != Some(tc))
-        .map(|(d, tc)| format!("{d}→{tc}"))
-        .collect();
-    let found = wrong.join(" ");
+    wrong.sort();
+    let show = |f: &dyn Fn(&Wrong) -> String| {
+        let mut items: Vec<String> = wrong.iter().take(8).map(f).collect();
+        if wrong.len() > 8 {
+            items.push(format!("and {} more", wrong.len() - 8));
+        }
+        items.join(" ")
+    };
+    let found = show(&|(_, d, _, got)| {
+        format!(
+            "{d}→{}",
+            got.map_or_else(|| "default".to_owned(), |g| g.to_string())
+        )
+    });
+    let expected = show(&|(_, d, tc, _)| format!("{d}→{tc}"));
     let message = if severe {
         format!(
-            "DSCP map puts {found} (traffic class), the intent says {}: RoCE or CNP lands in the \
-             wrong class, or other traffic shares the lossless one",
-            expected.join(" ")
+            "DSCP → traffic class {found}, the intent says {expected}: RoCE or CNP lands in the \
+             wrong class, or other traffic shares the lossless one"
         )
     } else {
-        format!(
-            "DSCP map leaves {found}, the intent says {}",
-            expected.join(" ")
-        )
+        format!("DSCP → traffic class {found} (the OS default), the intent says {expected}")
     };
     Some(dev(
         if severe {
@@ -271,7 +283,7 @@ fn dscp(plan: &FabricPlan<'_>, w: &PortState, o: &PortState, lossless: &[u8]) ->
             Severity::Warning
         },
         Kind::DscpMap,
-        expected.join(" "),
+        expected,
         found,
         message,
     ))
@@ -350,7 +362,7 @@ fn globals(
     let name = &sp.switch.name;
     let mut out = Vec::new();
     let mut push = |d: Deviation, ports: Vec<String>| {
-        let fix = fix::switch(plan, sp, d.kind, &ports);
+        let fix = fix::switch(plan, sp, d.kind, &ports, &d.found_pfc);
         out.push(finding(name, ports, d, fix));
     };
     if w.arp_aging_seconds.is_some() && o.arp_aging_seconds != w.arp_aging_seconds {

@@ -2,7 +2,7 @@
 //! APP table (DSCP trust), DCBX mode and willing bit over DCB netlink, the RoCE ToS and DCQCN
 //! ECN from the RDMA stack's files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use hostnet::dcb::{DcbError, DcbSocket, IeeeState, dcbx_flag_names, roce};
 use hostnet::netlink::{NetlinkError, RouteSocket};
@@ -13,16 +13,17 @@ use super::{HostState, NicState, Reading, STATE_SCHEMA};
 /// Where the RDMA stack's files are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Roots {
-    /// sysfs (`/sys`).
-    pub sysfs: PathBuf,
-    /// configfs (`/sys/kernel/config`).
+    /// sysfs; `None`: the namespace's own (a fresh sysfs mounted for it when a namespace is
+    /// given, since `/sys/class/net` shows the mounting namespace's devices).
+    pub sysfs: Option<PathBuf>,
+    /// configfs (`/sys/kernel/config`; node-wide, rdma_cm settings are not per namespace).
     pub configfs: PathBuf,
 }
 
 impl Default for Roots {
     fn default() -> Self {
         Self {
-            sysfs: PathBuf::from("/sys"),
+            sysfs: None,
             configfs: PathBuf::from("/sys/kernel/config"),
         }
     }
@@ -40,6 +41,9 @@ pub enum KernelError {
     /// The DCB socket.
     #[error(transparent)]
     Dcb(#[from] DcbError),
+    /// Mounting the namespace's sysfs.
+    #[error(transparent)]
+    NetNs(#[from] hostnet::netns::NetNsError),
 }
 
 /// Reads `nics` of host `host`, in `ns` (or the caller's namespace).
@@ -57,16 +61,26 @@ pub fn read(
         Some(ns) => DcbSocket::open_in(ns)?,
         None => DcbSocket::open()?,
     };
-    let mut out = Vec::with_capacity(nics.len());
+    let mut kernel = Vec::with_capacity(nics.len());
     for nic in nics {
         let mtu = match route.link_by_name(nic) {
             Ok(Some(link)) => Reading::Value(link.mtu),
             Ok(None) => Reading::CannotRead(format!("no interface {nic}")),
             Err(e) => Reading::CannotRead(e.to_string()),
         };
-        let ieee = dcb.ieee(nic);
-        out.push(nic_state(nic, mtu, ieee, roots));
+        kernel.push((nic, mtu, dcb.ieee(nic)));
     }
+    let build = |sysfs: &Path| -> Vec<NicState> {
+        kernel
+            .into_iter()
+            .map(|(nic, mtu, ieee)| nic_state(nic, mtu, ieee, sysfs, &roots.configfs))
+            .collect()
+    };
+    let out = match (&roots.sysfs, ns) {
+        (Some(sysfs), _) => build(sysfs),
+        (None, Some(ns)) => ns.with_sysfs(build)?,
+        (None, None) => build(Path::new("/sys")),
+    };
     Ok(HostState {
         schema: STATE_SCHEMA.into(),
         host: host.to_owned(),
@@ -78,7 +92,8 @@ fn nic_state(
     nic: &str,
     mtu: Reading<u32>,
     ieee: Result<IeeeState, DcbError>,
-    roots: &Roots,
+    sysfs: &Path,
+    configfs: &Path,
 ) -> NicState {
     let cannot = |e: &DcbError| e.to_string();
     let (pfc, dscp_priority, trust, dcbx, willing) = match &ieee {
@@ -108,11 +123,11 @@ fn nic_state(
             Reading::CannotRead(cannot(e)),
         ),
     };
-    let roce_tos = match roce::roce_tos(&roots.sysfs, &roots.configfs, nic) {
+    let roce_tos = match roce::roce_tos(sysfs, configfs, nic) {
         Ok(t) => Reading::Value(t.tos),
         Err(e) => Reading::CannotRead(e.to_string()),
     };
-    let ecn = match roce::ecn_priorities(&roots.sysfs, nic) {
+    let ecn = match roce::ecn_priorities(sysfs, nic) {
         Ok(v) => Reading::Value(v),
         Err(e) => Reading::CannotRead(e.to_string()),
     };
