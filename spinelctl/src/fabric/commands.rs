@@ -35,8 +35,7 @@ fn code(errors: bool) -> ExitCode {
 pub fn validate(a: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let name = a.intent.display().to_string();
     // Parse errors are exit 1 (unreadable); semantic issues are findings (exit 2).
-    let text = inputs::read(&a.intent)?;
-    let parsed = Intent::parse(&text, &name)?;
+    let parsed = intent::read(&a.intent, &intent::Limits::default())?;
     let issues = intent::validate(&parsed);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&issues)?);

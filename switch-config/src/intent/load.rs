@@ -125,11 +125,18 @@ pub fn load(path: &Path) -> Result<Intent, IntentError> {
     load_with_limits(path, &Limits::default())
 }
 
+/// Reads and parses an intent file within `limits`, without semantic validation (for callers
+/// that show warnings as well as errors).
+pub fn read(path: &Path, limits: &Limits) -> Result<Intent, IntentError> {
+    let name = path.display().to_string();
+    let text = read_bounded(path, &name, limits.max_bytes)?;
+    Intent::parse_with_limits(&text, &name, limits)
+}
+
 /// Reads, parses and validates an intent file.
 pub fn load_with_limits(path: &Path, limits: &Limits) -> Result<Intent, IntentError> {
     let name = path.display().to_string();
-    let text = read_bounded(path, &name, limits.max_bytes)?;
-    let intent = Intent::parse_with_limits(&text, &name, limits)?;
+    let intent = read(path, limits)?;
     let issues: Vec<Issue> = super::validate(&intent)
         .into_iter()
         .filter(Issue::is_error)

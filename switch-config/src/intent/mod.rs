@@ -20,7 +20,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 use serde::{Deserialize, Serialize};
 
-pub use load::{IntentError, Limits, load, load_with_limits};
+pub use load::{IntentError, Limits, load, load_with_limits, read};
 pub use peer::{Peer, Port, Ports};
 pub use validate::{Issue, validate};
 pub use write::to_yaml;
