@@ -29,6 +29,14 @@ pub fn read(path: &Path) -> anyhow::Result<String> {
     } else {
         let file =
             std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        // A regular file's size is known before reading a byte of it.
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if size > MAX_INPUT_BYTES {
+            bail!(
+                "{}: {size} bytes, larger than {MAX_INPUT_BYTES}",
+                path.display()
+            );
+        }
         file.take(limit)
             .read_to_end(&mut bytes)
             .with_context(|| format!("reading {}", path.display()))?;
