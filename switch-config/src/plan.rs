@@ -6,7 +6,7 @@
 //! rendered from a plan is the same whatever order the intent was written in.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ipnet::Ipv4Net;
 
@@ -43,6 +43,8 @@ pub struct SwitchPlan<'a> {
     pub ports: Vec<PortPlan<'a>>,
     /// Neighbour-table entries the leaf's rail networks need, with headroom (0 elsewhere).
     pub neighbor_entries: u64,
+    /// The same per rail network: (rail, entries).
+    rail_entries: Vec<(&'a str, u64)>,
 }
 
 /// One switch port.
@@ -118,9 +120,12 @@ impl<'a> FabricPlan<'a> {
                 ),
                 ports: Vec::with_capacity(s.ports.len()),
                 neighbor_entries: 0,
+                rail_entries: Vec::new(),
             })
             .collect();
         let mut hosts: BTreeMap<&str, Vec<NicPlan<'a>>> = BTreeMap::new();
+        // Port names already planned per switch (a port listed twice, or implied and listed).
+        let mut seen: Vec<HashSet<&str>> = vec![HashSet::new(); intent.switches.len()];
         for (i, s) in intent.switches.iter().enumerate() {
             for p in s.ports.iter() {
                 let speed_gbps = p.speed_gbps.or(s.speed_gbps).unwrap_or(DEFAULT_SPEED_GBPS);
@@ -150,7 +155,7 @@ impl<'a> FabricPlan<'a> {
                         (peer, intent.roce.buffer.host_cable_m)
                     }
                 };
-                if switches[i].ports.iter().any(|q| q.name == p.name) {
+                if !seen[i].insert(p.name.as_str()) {
                     continue;
                 }
                 switches[i].ports.push(PortPlan {
@@ -165,6 +170,12 @@ impl<'a> FabricPlan<'a> {
         for sp in &mut switches {
             sp.ports.sort_by(|a, b| natural_cmp(a.name, b.name));
             sp.neighbor_entries = neighbor_entries(intent, sp);
+            sp.rail_entries = sp
+                .switch
+                .networks
+                .iter()
+                .map(|n| (n.rail.as_str(), count_network_entries(intent, sp, &n.rail)))
+                .collect();
         }
         for nics in hosts.values_mut() {
             nics.sort_by(|a, b| natural_cmp(a.nic, b.nic));
@@ -271,6 +282,15 @@ pub fn rail_network<'a>(intent: &'a Intent, leaf: &'a Switch, nic: &str) -> Opti
                 .any(|r| r.name == n.rail && r.nic.as_deref() == Some(nic))
         }),
     }
+}
+
+fn count_network_entries(intent: &Intent, sp: &SwitchPlan<'_>, rail: &str) -> u64 {
+    let hosts = sp
+        .ports
+        .iter()
+        .filter(|p| matches!(&p.peer, PortPeer::Host { network: Some(n), .. } if n.rail == rail))
+        .count() as u64;
+    (addresses_needed(intent, hosts) * (100 + u64::from(intent.arp.headroom_percent))).div_ceil(100)
 }
 
 /// Entries a leaf's neighbour table needs: every host NIC on its rail networks and the pods

@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -71,7 +70,7 @@ fn rendered_configurations_agree_with_the_intent() {
 }
 
 /// SONiC's `AZURE` template: DSCP 26 lands in lossy TC 1.
-fn azure_map() -> BTreeMap<String, String> {
+fn azure_map() -> sonic::Fields {
     (0..64)
         .map(|d| {
             let tc = match d {
@@ -83,7 +82,7 @@ fn azure_map() -> BTreeMap<String, String> {
                 48 => 6,
                 _ => 1,
             };
-            (d.to_string(), tc.to_string())
+            (d.to_string().into(), tc.to_string())
         })
         .collect()
 }

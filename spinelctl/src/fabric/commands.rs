@@ -58,26 +58,30 @@ pub fn render(a: &RenderArgs) -> anyhow::Result<ExitCode> {
     let i = load(&a.intent)?;
     let plan = FabricPlan::new(&i);
     let running = inputs::running(&i, &a.running)?;
-    let (files, notes) = if a.switches.is_empty() {
-        render::all(&plan, &running)
+    let mut written = 0usize;
+    let notes = if a.switches.is_empty() {
+        // Streamed: a large fabric's files never all sit in memory.
+        render::each(&plan, &running, |f| {
+            written += 1;
+            write_files(&a.out, std::slice::from_ref(&f))
+        })?
     } else {
-        let mut files = Vec::new();
         let mut notes = Vec::new();
         for name in &a.switches {
             let sp = plan
                 .switch(name)
                 .with_context(|| format!("no switch {name} in the intent"))?;
             let r = render::switch(&plan, sp, &running);
-            files.extend(r.files);
+            written += r.files.len();
+            write_files(&a.out, &r.files)?;
             notes.extend(r.notes);
         }
-        (files, notes)
+        notes
     };
-    write_files(&a.out, &files)?;
     for n in &notes {
         eprintln!("note: {n}");
     }
-    eprintln!("wrote {} files to {}", files.len(), a.out.display());
+    eprintln!("wrote {written} files to {}", a.out.display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -85,7 +85,7 @@ pub(super) fn check(
         let Some(neighbor) = neighbor_of(&ctx, &port.neighbors, &mut out.findings) else {
             continue;
         };
-        let reported = |kind| known.contains(&(sp.switch.name.clone(), nic.port.to_owned(), kind));
+        let reported = |kind| known.contains(&sp.switch.name, nic.port, kind);
         pfc(&ctx, neighbor, state, &reported, &mut out);
         ets(&ctx, neighbor, &mut out.findings);
         app(&ctx, neighbor, &reported, &mut out.findings);

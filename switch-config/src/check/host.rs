@@ -3,13 +3,25 @@
 use std::collections::BTreeSet;
 
 use super::{Finding, Kind, Severity, Source, fix};
-use crate::host::{HostState, NicProfile, NicState, Reading};
+use crate::host::{HostState, NicState, Reading};
 use crate::plan::FabricPlan;
 use crate::qos::comma_list;
 
+/// What one NIC must have: its names, and the fabric-wide values (computed once per host).
+struct Want<'a> {
+    nic: &'a str,
+    switch: &'a str,
+    port: &'a str,
+    mtu: u16,
+    pfc: &'a [u8],
+    dscp_priority: &'a [(u8, u8)],
+    roce_tos: u8,
+    ecn: &'a [u8],
+}
+
 struct Nic<'a> {
     host: &'a str,
-    profile: &'a NicProfile,
+    profile: &'a Want<'a>,
 }
 
 impl Nic<'_> {
@@ -26,10 +38,10 @@ impl Nic<'_> {
             severity,
             kind,
             source: Source::Host,
-            switch: Some(self.profile.switch.clone()),
-            ports: vec![self.profile.port.clone()],
+            switch: Some(self.profile.switch.to_owned()),
+            ports: vec![self.profile.port.to_owned()],
             host: Some(self.host.to_owned()),
-            nic: Some(self.profile.nic.clone()),
+            nic: Some(self.profile.nic.to_owned()),
             expected,
             found,
             message,
@@ -44,11 +56,31 @@ pub(super) fn check(
     state: &HostState,
     followed: &BTreeSet<(String, Kind)>,
 ) -> Vec<Finding> {
-    let Some(profile) = crate::host::profile(plan, host) else {
+    let Some(nics) = plan.hosts.get(host) else {
         return Vec::new();
     };
+    let q = &plan.qos;
+    let mut dscp_priority: Vec<(u8, u8)> =
+        q.data.dscp.iter().map(|d| (*d, q.data.priority)).collect();
+    dscp_priority.extend(q.cnp.dscp.iter().map(|d| (*d, q.cnp.priority)));
+    dscp_priority.sort_unstable();
+    let ecn = if q.host_ecn {
+        vec![q.data.priority]
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::new();
-    for p in &profile.nics {
+    for n in nics {
+        let p = &Want {
+            nic: n.nic,
+            switch: n.switch,
+            port: n.port,
+            mtu: plan.intent.roce.mtu.host,
+            pfc: &q.pfc,
+            dscp_priority: &dscp_priority,
+            roce_tos: q.roce_tos,
+            ecn: &ecn,
+        };
         let nic = Nic { host, profile: p };
         match state.nics.iter().find(|n| n.nic == p.nic) {
             None => out.push(nic.finding(
@@ -87,17 +119,17 @@ fn nic_findings(nic: &Nic<'_>, s: &NicState, followed: &BTreeSet<(String, Kind)>
                     "packets larger than the switches carry are dropped (retry counter exceeded)"
                 }
             ),
-            fix::host::mtu(&p.nic, p.mtu),
+            fix::host::mtu(p.nic, p.mtu),
         )),
         Reading::CannotRead(why) => unreadable.push(("MTU", why.clone())),
         Reading::Value(_) => {}
     }
     match &s.pfc {
-        Reading::Value(v) if *v != p.pfc && !followed.contains(&(p.nic.clone(), Kind::Pfc)) => {
+        Reading::Value(v) if *v != p.pfc && !followed.contains(&(p.nic.to_owned(), Kind::Pfc)) => {
             out.push(nic.finding(
                 Severity::Error,
                 Kind::Pfc,
-                comma_list(&p.pfc),
+                comma_list(p.pfc),
                 comma_list(v),
                 format!(
                     "PFC on {} where the intent says {}: {}",
@@ -106,10 +138,10 @@ fn nic_findings(nic: &Nic<'_>, s: &NicState, followed: &BTreeSet<(String, Kind)>
                     } else {
                         comma_list(v)
                     },
-                    comma_list(&p.pfc),
+                    comma_list(p.pfc),
                     "the NIC neither pauses nor honours pauses on the RoCE priority"
                 ),
-                fix::host::pfc(&p.nic, &p.pfc),
+                fix::host::pfc(p.nic, p.pfc),
             ));
         }
         Reading::CannotRead(why) => unreadable.push(("PFC", why.clone())),
@@ -123,7 +155,7 @@ fn nic_findings(nic: &Nic<'_>, s: &NicState, followed: &BTreeSet<(String, Kind)>
             "not willing".into(),
             "willing".into(),
             "DCBX willing: the NIC adopts whatever its switch advertises, silently".into(),
-            fix::host::willing(&p.nic),
+            fix::host::willing(p.nic),
         )),
         Reading::CannotRead(why) => unreadable.push(("DCBX willing", why.clone())),
         Reading::Value(false) => {}
@@ -140,7 +172,7 @@ fn nic_findings(nic: &Nic<'_>, s: &NicState, followed: &BTreeSet<(String, Kind)>
                 p.roce_tos,
                 p.roce_tos >> 2
             ),
-            fix::host::tos(&p.nic, p.roce_tos),
+            fix::host::tos(p.nic, p.roce_tos),
         )),
         Reading::CannotRead(why) => unreadable.push(("RoCE ToS", why.clone())),
         Reading::Value(_) => {}
@@ -149,7 +181,7 @@ fn nic_findings(nic: &Nic<'_>, s: &NicState, followed: &BTreeSet<(String, Kind)>
         Reading::Value(v) if !p.ecn.iter().all(|e| v.contains(e)) => out.push(nic.finding(
             Severity::Error,
             Kind::Ecn,
-            comma_list(&p.ecn),
+            comma_list(p.ecn),
             comma_list(v),
             format!(
                 "DCQCN ECN on {} where the intent says {}: the switches mark, the sender never \
@@ -159,9 +191,9 @@ fn nic_findings(nic: &Nic<'_>, s: &NicState, followed: &BTreeSet<(String, Kind)>
                 } else {
                     comma_list(v)
                 },
-                comma_list(&p.ecn)
+                comma_list(p.ecn)
             ),
-            fix::host::ecn(&p.nic, &p.ecn),
+            fix::host::ecn(p.nic, p.ecn),
         )),
         Reading::CannotRead(why) if !p.ecn.is_empty() => {
             unreadable.push(("DCQCN ECN", why.clone()))
@@ -208,7 +240,7 @@ fn trust(
         out.push(nic.finding(
             Severity::Error,
             Kind::Trust,
-            format!("trust dscp, dscp-prio {}", shown(&p.dscp_priority)),
+            format!("trust dscp, dscp-prio {}", shown(p.dscp_priority)),
             format!(
                 "{}dscp-prio {}",
                 s.trust.as_ref().map(|t| format!("trust {}, ", t.join(" "))).unwrap_or_default(),
@@ -219,10 +251,10 @@ fn trust(
                  so the NIC never sends PFC for it",
                 shown(&missing)
             ),
-            fix::host::trust(&p.nic, &p.dscp_priority, s.trust.is_some()),
+            fix::host::trust(p.nic, p.dscp_priority, s.trust.is_some()),
         ));
     }
-    let lossless: Vec<u8> = p.pfc.clone();
+    let lossless: Vec<u8> = p.pfc.to_vec();
     let intruders: Vec<String> = entries
         .iter()
         .filter(|(d, prio)| lossless.contains(prio) && !p.dscp_priority.iter().any(|(x, _)| x == d))

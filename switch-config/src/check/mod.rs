@@ -216,24 +216,45 @@ impl Report {
     }
 }
 
-/// Switch faults already reported from configurations: (switch, port, kind).
-type Known = BTreeSet<(String, String, Kind)>;
+/// Switch faults already reported from configurations: switch → port → kinds (looked up by
+/// borrowed names, once per NIC and kind).
+#[derive(Default)]
+struct Known(BTreeMap<String, BTreeMap<String, BTreeSet<Kind>>>);
+
+impl Known {
+    fn insert(&mut self, switch: &str, port: &str, kind: Kind) {
+        self.0
+            .entry(switch.to_owned())
+            .or_default()
+            .entry(port.to_owned())
+            .or_default()
+            .insert(kind);
+    }
+
+    fn contains(&self, switch: &str, port: &str, kind: Kind) -> bool {
+        self.0
+            .get(switch)
+            .and_then(|ports| ports.get(port))
+            .is_some_and(|kinds| kinds.contains(&kind))
+    }
+}
 
 /// Checks all the evidence against the intent.
 pub fn check(plan: &FabricPlan<'_>, evidence: &Evidence) -> Report {
-    let mut findings = Vec::new();
-    let mut known = Known::new();
-    for (name, observed) in &evidence.switches {
-        let Some(sp) = plan.switch(name) else {
-            continue;
-        };
-        let f = switch::compare(plan, sp, observed);
-        for finding in &f {
-            for port in &finding.ports {
-                known.insert((name.clone(), port.clone(), finding.kind));
+    let mut known = Known::default();
+    let switches: Vec<(&String, &SwitchState)> = evidence.switches.iter().collect();
+    let per_switch = crate::render::parallel(&switches, |(name, observed)| {
+        plan.switch(name)
+            .map(|sp| switch::compare(plan, sp, observed))
+            .unwrap_or_default()
+    });
+    let mut findings: Vec<Finding> = per_switch.into_iter().flatten().collect();
+    for f in &findings {
+        if let Some(name) = &f.switch {
+            for port in &f.ports {
+                known.insert(name, port, f.kind);
             }
         }
-        findings.extend(f);
     }
     let tables: BTreeMap<&str, &NeighborTable> = evidence
         .lldp
@@ -242,15 +263,17 @@ pub fn check(plan: &FabricPlan<'_>, evidence: &Evidence) -> Report {
         .collect();
     let mut hosts: BTreeSet<&str> = evidence.hosts.keys().map(String::as_str).collect();
     hosts.extend(tables.keys().filter(|h| plan.hosts.contains_key(**h)));
-    for host in hosts {
-        findings.extend(host_findings(
+    let hosts: Vec<&str> = hosts.into_iter().collect();
+    let per_host = crate::render::parallel(&hosts, |host| {
+        host_findings(
             plan,
             host,
-            evidence.hosts.get(host),
+            evidence.hosts.get(*host),
             tables.get(host).copied(),
             &known,
-        ));
-    }
+        )
+    });
+    findings.extend(per_host.into_iter().flatten());
     Report::finish(findings)
 }
 
@@ -267,7 +290,7 @@ pub fn check_host(
         &state.host,
         Some(state),
         lldp,
-        &Known::new(),
+        &Known::default(),
     ))
 }
 

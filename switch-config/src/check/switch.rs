@@ -242,12 +242,12 @@ fn dscp(plan: &FabricPlan<'_>, w: &PortState, o: &PortState, lossless: &[u8]) ->
     let q = &plan.qos;
     let mut wrong: Vec<Wrong> = Vec::new();
     let mut severe = false;
-    for (d, tc) in &w.dscp_to_tc {
-        let got = o.dscp_to_tc.get(d).copied();
-        if got != Some(*tc) {
-            let roce = q.data.dscp.contains(d) || q.cnp.dscp.contains(d);
-            severe |= roce || lossless.contains(tc) || got.is_some_and(|g| lossless.contains(&g));
-            wrong.push((!roce, *d, *tc, got));
+    for (d, tc) in w.dscp_to_tc.entries() {
+        let got = o.dscp_to_tc.get(d);
+        if got != Some(tc) {
+            let roce = q.data.dscp.contains(&d) || q.cnp.dscp.contains(&d);
+            severe |= roce || lossless.contains(&tc) || got.is_some_and(|g| lossless.contains(&g));
+            wrong.push((!roce, d, tc, got));
         }
     }
     if wrong.is_empty() {

@@ -1,11 +1,11 @@
 //! config_db → JSON Patch.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::render::sonic::{ConfigDb, OWNED_PORT_FIELDS};
+use crate::render::sonic::{ConfigDb, Fields, OWNED_PORT_FIELDS};
 
 /// One RFC 6902 operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -41,11 +41,11 @@ fn pointer(parts: &[&str]) -> String {
     parts.iter().map(|p| format!("/{}", escape(p))).collect()
 }
 
-fn entry_value(fields: &BTreeMap<String, String>) -> Value {
+fn entry_value(fields: &Fields) -> Value {
     Value::Object(
         fields
             .iter()
-            .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+            .map(|(k, v)| (k.to_string(), Value::from(v.clone())))
             .collect(),
     )
 }
@@ -105,17 +105,11 @@ pub fn patch(rendered: &ConfigDb, running: &ConfigDb) -> Vec<PatchOp> {
     ops
 }
 
-fn entry_ops(
-    ops: &mut Vec<PatchOp>,
-    table: &str,
-    key: &str,
-    want: &BTreeMap<String, String>,
-    have: &BTreeMap<String, String>,
-) {
+fn entry_ops(ops: &mut Vec<PatchOp>, table: &str, key: &str, want: &Fields, have: &Fields) {
     // PORT and DEVICE_METADATA carry platform fields the renderer does not own.
     let partial = table == "PORT" || table == "DEVICE_METADATA";
     for f in have.keys() {
-        let owned = !partial || (table == "PORT" && OWNED_PORT_FIELDS.contains(&f.as_str()));
+        let owned = !partial || (table == "PORT" && OWNED_PORT_FIELDS.contains(&f.as_ref()));
         if owned && !want.contains_key(f) {
             ops.push(PatchOp {
                 op: "remove",

@@ -38,7 +38,7 @@ enum Section {
 #[derive(Default)]
 struct Parsed {
     hostname: Option<String>,
-    dscp: BTreeMap<u8, u8>,
+    dscp: crate::state::DscpMap,
     watchdog: WatchdogState,
     app_priority: Option<u8>,
     arp_aging: Option<u32>,
@@ -104,7 +104,7 @@ fn top_level(p: &mut Parsed, w: &[&str]) -> Section {
                 && let Ok(tc) = tc.parse::<u8>()
             {
                 for d in dscps.iter().flat_map(|d| expand_indices(d)) {
-                    p.dscp.insert(d, tc);
+                    p.dscp.set(d, tc);
                 }
             }
         }
@@ -279,9 +279,9 @@ fn resolve(p: Parsed) -> SwitchState {
                 mtu: i.mtu,
                 trust_dscp,
                 dscp_to_tc: if trust_dscp {
-                    p.dscp.clone()
+                    p.dscp
                 } else {
-                    BTreeMap::new()
+                    Default::default()
                 },
                 pfc,
                 watchdog,

@@ -83,7 +83,7 @@ pub fn state(tree: &Value) -> SwitchState {
     let mapping = at(&qos, &["mapping", "default-global"]);
     let trust = text(mapping.and_then(|m| m.get("trust")));
     let trust_dscp = matches!(trust.as_deref(), Some("l3" | "both"));
-    let dscp_to_tc: std::collections::BTreeMap<u8, u8> = keys(mapping.and_then(|m| m.get("dscp")))
+    let dscp_to_tc: crate::state::DscpMap = keys(mapping.and_then(|m| m.get("dscp")))
         .into_iter()
         .filter_map(|d| {
             let sp = text(at(
@@ -150,7 +150,7 @@ pub fn state(tree: &Value) -> SwitchState {
                 mtu: num(at(i, &["link", "mtu"])),
                 trust_dscp,
                 dscp_to_tc: if trust_dscp {
-                    dscp_to_tc.clone()
+                    dscp_to_tc
                 } else {
                     Default::default()
                 },

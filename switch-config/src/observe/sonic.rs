@@ -3,50 +3,148 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use std::fmt;
+
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 use super::{ObserveError, expand_indices};
-use crate::render::sonic::ConfigDb;
+use crate::render::sonic::{ConfigDb, Fields};
 use crate::state::{EcnState, PortState, QueueState, Sched, SwitchState, WatchdogState};
 
 /// Parses config_db JSON; non-string values (leaf-lists, numbers) become strings the way
-/// SONiC stores them (lists comma-joined).
+/// SONiC stores them (lists comma-joined); entries that are not objects are skipped. Straight
+/// into the tables, without an intermediate JSON value: a large switch's config_db is MiBs.
 pub fn parse_config_db(text: &str) -> Result<ConfigDb, ObserveError> {
-    let value: Value = serde_json::from_str(text)?;
-    let Value::Object(tables) = value else {
-        return Err(ObserveError::Shape(
-            "config_db.json must be an object of tables".into(),
-        ));
-    };
-    let mut db = ConfigDb::new();
-    for (table, entries) in tables {
-        let Value::Object(entries) = entries else {
-            continue;
-        };
-        let t = db.entry(table).or_default();
-        for (key, fields) in entries {
-            let Value::Object(fields) = fields else {
-                continue;
-            };
-            let e = t.entry(key).or_default();
-            for (f, v) in fields {
-                e.insert(f, scalar(&v));
+    let db: Db = serde_json::from_str(text)?;
+    Ok(db.0)
+}
+
+struct Db(ConfigDb);
+struct MaybeTable(Option<BTreeMap<String, Fields>>);
+struct MaybeEntry(Option<Fields>);
+struct Scalar(String);
+
+impl<'de> Deserialize<'de> for Db {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Db;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("config_db.json: an object of tables")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Db, A::Error> {
+                let mut db = ConfigDb::new();
+                while let Some((table, entries)) = map.next_entry::<String, MaybeTable>()? {
+                    if let Some(entries) = entries.0 {
+                        db.insert(table, entries);
+                    }
+                }
+                Ok(Db(db))
             }
         }
-    }
-    Ok(db)
-}
-
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(","),
-        Value::Null => String::new(),
-        other => other.to_string(),
+        d.deserialize_map(V)
     }
 }
 
-fn get<'a>(db: &'a ConfigDb, table: &str, key: &str) -> Option<&'a BTreeMap<String, String>> {
+/// Implements "an object of objects, else skipped" for tables and entries.
+macro_rules! maybe_object {
+    ($name:ident, $value:ty, $wrap:expr) => {
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("any JSON value")
+                    }
+                    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
+                        let mut out = BTreeMap::new();
+                        while let Some((k, v)) = map.next_entry::<String, $value>()? {
+                            if let Some(v) = $wrap(v) {
+                                out.insert(k.into(), v);
+                            }
+                        }
+                        Ok($name(Some(out)))
+                    }
+                    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<$name, A::Error> {
+                        while seq.next_element::<IgnoredAny>()?.is_some() {}
+                        Ok($name(None))
+                    }
+                    fn visit_str<E: de::Error>(self, _: &str) -> Result<$name, E> {
+                        Ok($name(None))
+                    }
+                    fn visit_u64<E: de::Error>(self, _: u64) -> Result<$name, E> {
+                        Ok($name(None))
+                    }
+                    fn visit_i64<E: de::Error>(self, _: i64) -> Result<$name, E> {
+                        Ok($name(None))
+                    }
+                    fn visit_f64<E: de::Error>(self, _: f64) -> Result<$name, E> {
+                        Ok($name(None))
+                    }
+                    fn visit_bool<E: de::Error>(self, _: bool) -> Result<$name, E> {
+                        Ok($name(None))
+                    }
+                    fn visit_unit<E: de::Error>(self) -> Result<$name, E> {
+                        Ok($name(None))
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+
+maybe_object!(MaybeTable, MaybeEntry, |e: MaybeEntry| e.0);
+maybe_object!(MaybeEntry, Scalar, |s: Scalar| Some(s.0));
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a config_db field value")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Scalar, E> {
+                Ok(Scalar(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
+                Ok(Scalar(String::new()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+                let mut items = Vec::new();
+                while let Some(Scalar(s)) = seq.next_element()? {
+                    items.push(s);
+                }
+                Ok(Scalar(items.join(",")))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Scalar(String::new()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn get<'a>(db: &'a ConfigDb, table: &str, key: &str) -> Option<&'a Fields> {
     db.get(table)?.get(key)
 }
 
@@ -76,12 +174,7 @@ pub fn state(db: &ConfigDb) -> SwitchState {
     s
 }
 
-fn port_state(
-    db: &ConfigDb,
-    name: &str,
-    port: &BTreeMap<String, String>,
-    poll: Option<u32>,
-) -> PortState {
+fn port_state(db: &ConfigDb, name: &str, port: &Fields, poll: Option<u32>) -> PortState {
     let mut p = PortState {
         description: port.get("description").cloned(),
         mtu: num(port.get("mtu").map(String::as_str)),
@@ -117,11 +210,7 @@ fn port_state(
 }
 
 /// Entries keyed `PORT|INDICES` (QUEUE, BUFFER_PG, BUFFER_QUEUE) of one port, expanded.
-fn per_index<'a>(
-    db: &'a ConfigDb,
-    table: &str,
-    port: &str,
-) -> Vec<(u8, &'a BTreeMap<String, String>)> {
+fn per_index<'a>(db: &'a ConfigDb, table: &str, port: &str) -> Vec<(u8, &'a Fields)> {
     let Some(t) = db.get(table) else {
         return Vec::new();
     };
@@ -172,9 +261,9 @@ fn headroom(db: &ConfigDb, port: &str, p: &PortState) -> Option<u64> {
     let pfc_to_pg = field(db, "PORT_QOS_MAP", port, "pfc_to_pg_map")
         .and_then(|m| get(db, "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", m));
     let prio = *p.pfc.first()?;
-    let pg: u8 = match pfc_to_pg.and_then(|m| m.get(&prio.to_string())) {
+    let pg: u8 = match pfc_to_pg.and_then(|m| m.get(prio.to_string().as_str())) {
         Some(pg) => pg.parse().ok()?,
-        None => tc_to_pg.get(&prio.to_string())?.parse().ok()?,
+        None => tc_to_pg.get(prio.to_string().as_str())?.parse().ok()?,
     };
     let (_, entry) = per_index(db, "BUFFER_PG", port)
         .into_iter()

@@ -5,6 +5,7 @@ pub mod eos;
 pub mod host;
 pub mod nvue;
 pub mod sonic;
+mod yaml;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -126,21 +127,73 @@ pub fn host(plan: &FabricPlan<'_>, host: &str) -> Vec<RenderedFile> {
     ]
 }
 
-/// Every file of the fabric, switches in name order, then hosts.
+/// Every file of the fabric, switches in name order, then hosts, in memory (see [`each`] for
+/// fabrics whose files do not fit).
 pub fn all(plan: &FabricPlan<'_>, running: &Running) -> (Vec<RenderedFile>, Vec<String>) {
+    let mut files = Vec::new();
+    let notes = each(plan, running, |f| {
+        files.push(f);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    let notes = match notes {
+        Ok(n) => n,
+        Err(never) => match never {},
+    };
+    (files, notes)
+}
+
+/// Renders every file of the fabric and hands each to `sink`, in the order of [`all`]. Work is
+/// spread over the machine's cores a batch at a time, so memory holds one batch of files, not
+/// the fabric's (a 32,000-host fabric renders to hundreds of MiB). Stops at the sink's first
+/// error. Returns the notes.
+pub fn each<E>(
+    plan: &FabricPlan<'_>,
+    running: &Running,
+    mut sink: impl FnMut(RenderedFile) -> Result<(), E>,
+) -> Result<Vec<String>, E> {
+    const BATCH: usize = 256;
     let mut order: Vec<&SwitchPlan<'_>> = plan.switches.iter().collect();
     order.sort_by(|a, b| crate::plan::natural_cmp(&a.switch.name, &b.switch.name));
-    let mut files = Vec::new();
     let mut notes = Vec::new();
-    for sp in order {
-        let r = switch(plan, sp, running);
-        files.extend(r.files);
-        notes.extend(r.notes);
+    for batch in order.chunks(BATCH) {
+        for r in parallel(batch, |sp| switch(plan, sp, running)) {
+            notes.extend(r.notes);
+            for f in r.files {
+                sink(f)?;
+            }
+        }
     }
-    for h in plan.hosts.keys() {
-        files.extend(host(plan, h));
+    let hosts: Vec<&str> = plan.hosts.keys().copied().collect();
+    for batch in hosts.chunks(BATCH * 8) {
+        for files in parallel(batch, |h| host(plan, h)) {
+            for f in files {
+                sink(f)?;
+            }
+        }
     }
-    (files, notes)
+    Ok(notes)
+}
+
+/// `f` over `items` on up to `available_parallelism` threads, results in `items`' order.
+pub fn parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(16);
+    if threads <= 1 || items.len() < 64 {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// Switch-kernel ARP settings as a sysctl.d file: aging (base reachable time) and neighbour

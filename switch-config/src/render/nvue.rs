@@ -293,21 +293,21 @@ pub fn to_cli(header: &str, commands: &[NvSet]) -> String {
     out
 }
 
-fn words(c: &NvSet) -> Vec<String> {
-    let mut w = c.path.clone();
-    if let Some(v) = &c.value {
-        w.push(quote(v));
-    }
-    w
+/// The words of a command line: the path, then the (quoted) value.
+fn words(c: &NvSet) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    c.path
+        .iter()
+        .map(|p| std::borrow::Cow::Borrowed(p.as_str()))
+        .chain(c.value.as_deref().map(quote))
 }
 
-fn quote(v: &str) -> String {
+fn quote(v: &str) -> std::borrow::Cow<'_, str> {
     if v.bytes()
         .all(|b| b.is_ascii_graphic() && !b"'\"\\$`;&|<>(){}*?!#~".contains(&b))
     {
-        v.to_owned()
+        std::borrow::Cow::Borrowed(v)
     } else {
-        format!("'{}'", v.replace('\'', "'\\''"))
+        std::borrow::Cow::Owned(format!("'{}'", v.replace('\'', "'\\''")))
     }
 }
 
@@ -315,23 +315,30 @@ fn quote(v: &str) -> String {
 fn group_numeric(commands: &[NvSet]) -> Vec<Vec<String>> {
     let mut out: Vec<(Vec<String>, Option<usize>)> = Vec::new();
     for c in commands {
-        let w = words(c);
         if let Some((last, pos)) = out.last_mut()
-            && last.len() == w.len()
+            && last.len() == c.path.len() + usize::from(c.value.is_some())
         {
-            let diff: Vec<usize> = (0..w.len()).filter(|i| last[*i] != w[*i]).collect();
-            if let [i] = diff[..]
+            let mut diff = None;
+            let mut more = false;
+            for (i, w) in words(c).enumerate() {
+                if last[i] != *w {
+                    more |= diff.is_some();
+                    diff = Some((i, w));
+                }
+            }
+            if let (Some((i, w)), false) = (diff, more)
                 && pos.is_none_or(|p| p == i)
-                && w[i].bytes().all(|b| b.is_ascii_digit())
+                && w.bytes().all(|b| b.is_ascii_digit())
                 && last[i].bytes().all(|b| b.is_ascii_digit() || b == b',')
-                && i + 1 < w.len()
+                && i + 1 < last.len()
             {
-                last[i] = format!("{},{}", last[i], w[i]);
+                last[i].push(',');
+                last[i].push_str(&w);
                 *pos = Some(i);
                 continue;
             }
         }
-        out.push((w, None));
+        out.push((words(c).map(|w| w.into_owned()).collect(), None));
     }
     out.into_iter().map(|(w, _)| w).collect()
 }
@@ -360,13 +367,11 @@ fn insert(node: &mut Map<String, Value>, path: &[String], value: Value) {
             }
         }
         [first, rest @ ..] => {
-            let child = node
-                .entry(first.clone())
-                .or_insert_with(|| Value::Object(Map::new()));
-            if !child.is_object() {
-                *child = Value::Object(Map::new());
+            // Look up before inserting: the key is cloned only for a new node.
+            if !node.get(first).is_some_and(Value::is_object) {
+                node.insert(first.clone(), Value::Object(Map::new()));
             }
-            if let Value::Object(map) = child {
+            if let Some(Value::Object(map)) = node.get_mut(first) {
                 insert(map, rest, value);
             }
         }
@@ -383,16 +388,23 @@ fn typed(v: &str) -> Value {
 
 /// The `nv config patch` YAML: a one-item list with the tree under `set`.
 pub fn to_yaml(header: &str, commands: &[NvSet]) -> String {
-    let doc = Value::Array(vec![Value::Object(Map::from_iter([(
-        "set".to_owned(),
-        to_tree(commands),
-    )]))]);
     let mut out = String::new();
     for line in header.lines() {
         out.push_str("# ");
         out.push_str(line);
         out.push('\n');
     }
-    out.push_str(&serde_saphyr::to_string(&doc).unwrap_or_default());
+    out.push_str("- set:\n");
+    // A tree borrowing the commands' words: no key is copied, each level is one lookup.
+    let mut root = super::yaml::Node::default();
+    for c in commands {
+        root.insert(&c.path, c.value.as_deref().map(|v| (v, is_number(v))));
+    }
+    root.write(&mut out, 4);
     out
+}
+
+/// NVUE's JSON and YAML type all-digit values as numbers (`mtu: 9100`).
+fn is_number(v: &str) -> bool {
+    v.parse::<u64>().is_ok() && (!v.starts_with('0') || v == "0")
 }

@@ -6,14 +6,19 @@
 //! buffer model is "traditional": lossless PG profiles are written here, not computed by
 //! buffermgrd, so that what the checker compares is what the switch runs.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::intent::WatchdogAction;
 use crate::plan::{FabricPlan, PortPeer, SwitchPlan};
 use crate::qos::{comma_list, pfc_headroom_bytes, pfc_xon_bytes};
 
+/// One config_db entry: field → value. Field names the renderer writes are static; those read
+/// from a file are owned.
+pub type Fields = BTreeMap<Cow<'static, str>, String>;
+
 /// `TABLE → key → field → value`, every value a string, as config_db stores them.
-pub type ConfigDb = BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>;
+pub type ConfigDb = BTreeMap<String, BTreeMap<String, Fields>>;
 
 /// Names of the objects the renderer creates; the checker and the diff use them too.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,15 +90,33 @@ pub fn to_json(db: &ConfigDb) -> String {
     s
 }
 
-fn set(db: &mut ConfigDb, table: &str, key: &str, fields: &[(&str, String)]) {
-    let entry = db
-        .entry(table.to_owned())
-        .or_default()
-        .entry(key.to_owned())
-        .or_default();
-    for (f, v) in fields {
-        entry.insert((*f).to_owned(), v.clone());
+/// Runs `f` on the entry `table|key`, created when missing; names are allocated only then
+/// (a large switch writes tens of thousands of fields).
+fn with_entry(db: &mut ConfigDb, table: &str, key: &str, f: impl FnOnce(&mut Fields)) {
+    if !db.contains_key(table) {
+        db.insert(table.to_owned(), BTreeMap::new());
     }
+    if let Some(t) = db.get_mut(table) {
+        if !t.contains_key(key) {
+            t.insert(key.to_owned(), BTreeMap::new());
+        }
+        if let Some(e) = t.get_mut(key) {
+            f(e);
+        }
+    }
+}
+
+fn set(
+    db: &mut ConfigDb,
+    table: &str,
+    key: &str,
+    fields: impl IntoIterator<Item = (&'static str, String)>,
+) {
+    with_entry(db, table, key, |e| {
+        for (f, v) in fields {
+            e.insert(Cow::Borrowed(f), v);
+        }
+    });
 }
 
 fn device_metadata(db: &mut ConfigDb, sp: &SwitchPlan<'_>) {
@@ -101,7 +124,7 @@ fn device_metadata(db: &mut ConfigDb, sp: &SwitchPlan<'_>) {
         db,
         "DEVICE_METADATA",
         "localhost",
-        &[
+        [
             ("hostname", sp.switch.name.clone()),
             ("buffer_model", "traditional".into()),
             ("default_pfcwd_status", "enable".into()),
@@ -112,27 +135,30 @@ fn device_metadata(db: &mut ConfigDb, sp: &SwitchPlan<'_>) {
 fn ports(db: &mut ConfigDb, sp: &SwitchPlan<'_>, running: Option<&ConfigDb>) -> Vec<String> {
     let mut missing = Vec::new();
     for p in &sp.ports {
-        let mut fields: Vec<(&str, String)> = Vec::new();
-        if let Some(current) = running
+        // The platform's fields (lanes, alias, index, ...) come from the running PORT entry.
+        let platform: Vec<(Cow<'static, str>, String)> = running
             .and_then(|r| r.get("PORT"))
             .and_then(|t| t.get(p.name))
-        {
-            for (f, v) in current {
-                if !OWNED_PORT_FIELDS.contains(&f.as_str()) {
-                    fields.push((f.as_str(), v.clone()));
-                }
-            }
-        }
-        if !fields.iter().any(|(f, _)| *f == "lanes") {
+            .into_iter()
+            .flatten()
+            .filter(|(f, _)| !OWNED_PORT_FIELDS.contains(&f.as_ref()))
+            .map(|(f, v)| (f.clone(), v.clone()))
+            .collect();
+        if !platform.iter().any(|(f, _)| f == "lanes") {
             missing.push(p.name.to_owned());
         }
-        fields.extend([
-            ("admin_status", "up".to_owned()),
-            ("description", peer_text(&p.peer)),
-            ("mtu", sp.mtu.to_string()),
-            ("speed", (u64::from(p.speed_gbps) * 1000).to_string()),
-        ]);
-        set(db, "PORT", p.name, &fields);
+        with_entry(db, "PORT", p.name, |e| e.extend(platform));
+        set(
+            db,
+            "PORT",
+            p.name,
+            [
+                ("admin_status", "up".to_owned()),
+                ("description", peer_text(&p.peer)),
+                ("mtu", sp.mtu.to_string()),
+                ("speed", (u64::from(p.speed_gbps) * 1000).to_string()),
+            ],
+        );
     }
     missing
 }
@@ -177,7 +203,7 @@ fn maps(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, names: &N
             db,
             "PORT_QOS_MAP",
             p.name,
-            &[
+            [
                 ("dscp_to_tc_map", n.clone()),
                 ("tc_to_queue_map", n.clone()),
                 ("tc_to_pg_map", n.clone()),
@@ -191,14 +217,11 @@ fn maps(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, names: &N
 }
 
 fn set_map(db: &mut ConfigDb, table: &str, name: &str, entries: &[(String, String)]) {
-    let map = db
-        .entry(table.to_owned())
-        .or_default()
-        .entry(name.to_owned())
-        .or_default();
-    for (k, v) in entries {
-        map.insert(k.clone(), v.clone());
-    }
+    with_entry(db, table, name, |map| {
+        for (k, v) in entries {
+            map.insert(Cow::Owned(k.clone()), v.clone());
+        }
+    });
 }
 
 fn scheduling(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, names: &Names) {
@@ -208,7 +231,7 @@ fn scheduling(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, nam
         db,
         "SCHEDULER",
         &names.sched_default,
-        &[
+        [
             ("type", "DWRR".into()),
             ("weight", s.default_percent.to_string()),
         ],
@@ -217,7 +240,7 @@ fn scheduling(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, nam
         db,
         "SCHEDULER",
         &names.sched_data,
-        &[
+        [
             ("type", "DWRR".into()),
             ("weight", s.data_percent.to_string()),
         ],
@@ -226,7 +249,7 @@ fn scheduling(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, nam
         db,
         "SCHEDULER",
         &names.sched_cnp,
-        &[("type", "STRICT".into())],
+        [("type", "STRICT".into())],
     );
     let e = &q.ecn;
     let (min, max, prob) = (
@@ -241,21 +264,21 @@ fn scheduling(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, nam
         wred.push((max_f, max.clone()));
         wred.push((prob_f, prob.clone()));
     }
-    set(db, "WRED_PROFILE", &names.wred, &wred);
+    set(db, "WRED_PROFILE", &names.wred, wred);
     let lossless = q.lossless_tcs(&sp.pfc);
     for p in &sp.ports {
         set(
             db,
             "QUEUE",
             &format!("{}|0", p.name),
-            &[("scheduler", names.sched_default.clone())],
+            [("scheduler", names.sched_default.clone())],
         );
         for tc in &lossless {
             set(
                 db,
                 "QUEUE",
                 &format!("{}|{tc}", p.name),
-                &[
+                [
                     ("scheduler", names.sched_data.clone()),
                     ("wred_profile", names.wred.clone()),
                 ],
@@ -265,7 +288,7 @@ fn scheduling(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, nam
             db,
             "QUEUE",
             &format!("{}|{}", p.name, q.cnp.traffic_class),
-            &[("scheduler", names.sched_cnp.clone())],
+            [("scheduler", names.sched_cnp.clone())],
         );
     }
 }
@@ -322,7 +345,7 @@ fn buffers(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
         db,
         "BUFFER_POOL",
         "ingress_lossless_pool",
-        &[
+        [
             ("type", "ingress".into()),
             ("mode", "dynamic".into()),
             ("size", ingress.to_string()),
@@ -333,7 +356,7 @@ fn buffers(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
         db,
         "BUFFER_POOL",
         "egress_lossless_pool",
-        &[
+        [
             ("type", "egress".into()),
             ("mode", "static".into()),
             ("size", egress_lossless.to_string()),
@@ -343,7 +366,7 @@ fn buffers(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
         db,
         "BUFFER_POOL",
         "egress_lossy_pool",
-        &[
+        [
             ("type", "egress".into()),
             ("mode", "dynamic".into()),
             ("size", egress_lossy.to_string()),
@@ -353,7 +376,7 @@ fn buffers(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
         db,
         "BUFFER_PROFILE",
         "ingress_lossy_profile",
-        &[
+        [
             ("pool", "ingress_lossless_pool".into()),
             ("size", "0".into()),
             ("dynamic_th", "3".into()),
@@ -363,7 +386,7 @@ fn buffers(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
         db,
         "BUFFER_PROFILE",
         "egress_lossless_profile",
-        &[
+        [
             ("pool", "egress_lossless_pool".into()),
             ("size", "0".into()),
             ("static_th", egress_lossless.to_string()),
@@ -373,7 +396,7 @@ fn buffers(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
         db,
         "BUFFER_PROFILE",
         "egress_lossy_profile",
-        &[
+        [
             ("pool", "egress_lossy_pool".into()),
             ("size", "1518".into()),
             ("dynamic_th", "3".into()),
@@ -382,36 +405,42 @@ fn buffers(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
     let q = &plan.qos;
     let lossless_pgs: Vec<u8> = q.lossless_tcs(&sp.pfc);
     let lossless_queues = lossless_pgs.clone();
+    let xon = pfc_xon_bytes(sp.mtu);
     for p in &sp.ports {
         let profile = pg_profile_name(p.speed_gbps, p.cable_m);
-        let xon = pfc_xon_bytes(sp.mtu);
-        set(
-            db,
-            "BUFFER_PROFILE",
-            &profile,
-            &[
-                ("pool", "ingress_lossless_pool".into()),
-                ("size", xon.to_string()),
-                ("xon", xon.to_string()),
-                (
-                    "xoff",
-                    pfc_headroom_bytes(p.speed_gbps, p.cable_m, sp.mtu).to_string(),
-                ),
-                ("dynamic_th", "0".into()),
-            ],
-        );
+        // Ports of one speed and cable share the profile: write it once.
+        let known = db
+            .get("BUFFER_PROFILE")
+            .is_some_and(|t| t.contains_key(&profile));
+        if !known {
+            set(
+                db,
+                "BUFFER_PROFILE",
+                &profile,
+                [
+                    ("pool", "ingress_lossless_pool".into()),
+                    ("size", xon.to_string()),
+                    ("xon", xon.to_string()),
+                    (
+                        "xoff",
+                        pfc_headroom_bytes(p.speed_gbps, p.cable_m, sp.mtu).to_string(),
+                    ),
+                    ("dynamic_th", "0".into()),
+                ],
+            );
+        }
         set(
             db,
             "BUFFER_PG",
             &format!("{}|0", p.name),
-            &[("profile", "ingress_lossy_profile".into())],
+            [("profile", "ingress_lossy_profile".into())],
         );
         for range in ranges(&lossless_pgs) {
             set(
                 db,
                 "BUFFER_PG",
                 &format!("{}|{range}", p.name),
-                &[("profile", profile.clone())],
+                [("profile", profile.clone())],
             );
         }
         let lossy: Vec<u8> = (0..8).filter(|i| !lossless_queues.contains(i)).collect();
@@ -420,7 +449,7 @@ fn buffers(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
                 db,
                 "BUFFER_QUEUE",
                 &format!("{}|{range}", p.name),
-                &[("profile", "egress_lossless_profile".into())],
+                [("profile", "egress_lossless_profile".into())],
             );
         }
         for range in ranges(&lossy) {
@@ -428,7 +457,7 @@ fn buffers(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
                 db,
                 "BUFFER_QUEUE",
                 &format!("{}|{range}", p.name),
-                &[("profile", "egress_lossy_profile".into())],
+                [("profile", "egress_lossy_profile".into())],
             );
         }
     }
@@ -459,7 +488,7 @@ fn watchdog(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
         db,
         "PFC_WD",
         "GLOBAL",
-        &[("POLL_INTERVAL", w.poll_ms.to_string())],
+        [("POLL_INTERVAL", w.poll_ms.to_string())],
     );
     let action = match w.action {
         WatchdogAction::Drop => "drop",
@@ -470,7 +499,7 @@ fn watchdog(db: &mut ConfigDb, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
             db,
             "PFC_WD",
             p.name,
-            &[
+            [
                 ("action", action.into()),
                 ("detection_time", w.detection_ms.to_string()),
                 ("restoration_time", w.restoration_ms.to_string()),
@@ -491,7 +520,7 @@ fn l3(db: &mut ConfigDb, sp: &SwitchPlan<'_>) {
             db,
             "VLAN",
             &vlan,
-            &[
+            [
                 ("vlanid", n.vlan.to_string()),
                 ("mtu", sp.mtu.to_string()),
                 ("admin_status", "up".into()),
@@ -502,7 +531,7 @@ fn l3(db: &mut ConfigDb, sp: &SwitchPlan<'_>) {
             db,
             "VLAN_INTERFACE",
             &vlan,
-            &[
+            [
                 ("grat_arp", "enabled".into()),
                 ("proxy_arp", "disabled".into()),
             ],
@@ -511,7 +540,7 @@ fn l3(db: &mut ConfigDb, sp: &SwitchPlan<'_>) {
             db,
             "VLAN_INTERFACE",
             &format!("{vlan}|{}/{}", n.gateway, n.subnet.prefix_len()),
-            &[],
+            [],
         );
     }
     for p in &sp.ports {
@@ -522,12 +551,17 @@ fn l3(db: &mut ConfigDb, sp: &SwitchPlan<'_>) {
                 db,
                 "VLAN_MEMBER",
                 &format!("{}|{}", vlan_name(n.vlan), p.name),
-                &[("tagging_mode", "untagged".into())],
+                [("tagging_mode", "untagged".into())],
             ),
             PortPeer::Switch { .. } => {
                 if let Some(addr) = p.address {
-                    set(db, "INTERFACE", p.name, &[]);
-                    set(db, "INTERFACE", &format!("{}|{addr}", p.name), &[]);
+                    set(db, "INTERFACE", p.name, std::iter::empty());
+                    set(
+                        db,
+                        "INTERFACE",
+                        &format!("{}|{addr}", p.name),
+                        std::iter::empty(),
+                    );
                 }
             }
             PortPeer::Host { network: None, .. } => {}

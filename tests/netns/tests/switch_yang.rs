@@ -6,7 +6,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -65,7 +64,7 @@ fn platform(plan: &FabricPlan<'_>) -> Running {
             let lanes: Vec<String> = (0..4).map(|l| (i * 4 + l).to_string()).collect();
             db.entry("PORT".into()).or_default().insert(
                 p.name.to_owned(),
-                BTreeMap::from([
+                sonic::Fields::from([
                     ("lanes".into(), lanes.join(",")),
                     ("alias".into(), format!("etp{}", i + 1)),
                 ]),
