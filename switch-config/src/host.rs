@@ -88,6 +88,9 @@ pub struct HostProfile {
     pub fabric: String,
     /// Node name.
     pub host: String,
+    /// What every RoCE NIC of the host must have: QoS is the fabric's (and on most NICs a
+    /// property of the PF, shared by its VFs), not a per-NIC choice.
+    pub qos: QosProfile,
     /// Its RoCE NICs.
     pub nics: Vec<NicProfile>,
     /// Kernel settings (`sysctl -w` names and values).
@@ -96,25 +99,10 @@ pub struct HostProfile {
     pub nccl_env: BTreeMap<String, String>,
 }
 
-/// What one NIC must have.
+/// The QoS every RoCE NIC of a host must have.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct NicProfile {
-    /// Interface name.
-    pub nic: String,
-    /// The leaf and port it is cabled to.
-    pub switch: String,
-    /// The leaf's port.
-    pub port: String,
-    /// Its rail, when the leaf has a network for it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rail: Option<String>,
-    /// Subnet and gateway of the rail network.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subnet: Option<String>,
-    /// Gateway on the leaf.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gateway: Option<String>,
+pub struct QosProfile {
     /// MTU.
     pub mtu: u16,
     /// PFC priorities.
@@ -129,18 +117,51 @@ pub struct NicProfile {
     pub ecn: Vec<u8>,
 }
 
-/// The profile of `host`, when the intent cables it.
-pub fn profile(plan: &FabricPlan<'_>, host: &str) -> Option<HostProfile> {
-    let nics = plan.hosts.get(host)?;
+/// One NIC: where it is cabled and its rail network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicProfile {
+    /// Interface name.
+    pub nic: String,
+    /// The leaf it is cabled to.
+    pub switch: String,
+    /// The leaf's port.
+    pub port: String,
+    /// Its rail, when the leaf has a network for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rail: Option<String>,
+    /// Subnet of the rail network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet: Option<String>,
+    /// Gateway on the leaf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+}
+
+/// The QoS every host NIC of the fabric must have.
+pub fn qos_profile(plan: &FabricPlan<'_>) -> QosProfile {
     let q = &plan.qos;
     let mut dscp_priority: Vec<(u8, u8)> =
         q.data.dscp.iter().map(|d| (*d, q.data.priority)).collect();
     dscp_priority.extend(q.cnp.dscp.iter().map(|d| (*d, q.cnp.priority)));
     dscp_priority.sort_unstable();
-    let nic_profiles = nics
-        .iter()
-        .map(|n| nic_profile(plan, n, &dscp_priority))
-        .collect();
+    QosProfile {
+        mtu: plan.intent.roce.mtu.host,
+        pfc: q.pfc.clone(),
+        trust: "dscp".into(),
+        dscp_priority,
+        roce_tos: q.roce_tos,
+        ecn: if q.host_ecn {
+            vec![q.data.priority]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// The profile of `host`, when the intent cables it.
+pub fn profile(plan: &FabricPlan<'_>, host: &str) -> Option<HostProfile> {
+    let nics = plan.hosts.get(host)?;
     let mut sysctl = BTreeMap::new();
     let entries = host_neighbor_entries(plan, nics);
     // Raise the kernel's neighbour thresholds only above its defaults (128/512/1024): with
@@ -158,19 +179,19 @@ pub fn profile(plan: &FabricPlan<'_>, host: &str) -> Option<HostProfile> {
         sysctl.insert("net.ipv4.neigh.default.gc_thresh3".into(), gc3.to_string());
     }
     let mut nccl_env = BTreeMap::new();
-    nccl_env.insert("NCCL_IB_TC".into(), q.roce_tos.to_string());
+    nccl_env.insert("NCCL_IB_TC".into(), plan.qos.roce_tos.to_string());
     Some(HostProfile {
         schema: PROFILE_SCHEMA.into(),
         fabric: plan.intent.fabric.clone(),
         host: host.to_owned(),
-        nics: nic_profiles,
+        qos: qos_profile(plan),
+        nics: nics.iter().map(nic_profile).collect(),
         sysctl,
         nccl_env,
     })
 }
 
-fn nic_profile(plan: &FabricPlan<'_>, n: &NicPlan<'_>, dscp_priority: &[(u8, u8)]) -> NicProfile {
-    let q = &plan.qos;
+fn nic_profile(n: &NicPlan<'_>) -> NicProfile {
     NicProfile {
         nic: n.nic.to_owned(),
         switch: n.switch.to_owned(),
@@ -178,16 +199,6 @@ fn nic_profile(plan: &FabricPlan<'_>, n: &NicPlan<'_>, dscp_priority: &[(u8, u8)
         rail: n.network.map(|net| net.rail.clone()),
         subnet: n.network.map(|net| net.subnet.to_string()),
         gateway: n.network.map(|net| net.gateway.to_string()),
-        mtu: plan.intent.roce.mtu.host,
-        pfc: q.pfc.clone(),
-        trust: "dscp".into(),
-        dscp_priority: dscp_priority.to_vec(),
-        roce_tos: q.roce_tos,
-        ecn: if q.host_ecn {
-            vec![q.data.priority]
-        } else {
-            Vec::new()
-        },
     }
 }
 

@@ -5,7 +5,8 @@ use std::fmt::Write;
 
 use crate::host::HostProfile;
 
-/// A POSIX shell script that makes the host match `profile`.
+/// A POSIX shell script that makes the host match `profile`: the same settings on every RoCE
+/// NIC, in one loop.
 pub fn script(profile: &HostProfile, header: &str) -> String {
     let mut out = String::from("#!/bin/sh\n");
     for line in header.lines() {
@@ -13,15 +14,19 @@ pub fn script(profile: &HostProfile, header: &str) -> String {
     }
     out.push_str("set -eu\n");
     for n in &profile.nics {
-        let _ = writeln!(out, "\n# {} -> {} {}", n.nic, n.switch, n.port);
-        let _ = writeln!(out, "{}", mtu_command(&n.nic, n.mtu));
-        let _ = writeln!(out, "{}", pfc_command(&n.nic, &n.pfc));
-        let _ = writeln!(out, "{}", app_command(&n.nic, &n.dscp_priority));
-        let _ = writeln!(out, "{}", tos_command(&n.nic, n.roce_tos));
-        for p in &n.ecn {
-            let _ = writeln!(out, "{}", ecn_command(&n.nic, *p));
-        }
+        let _ = writeln!(out, "# {} -> {} {}", n.nic, n.switch, n.port);
     }
+    let q = &profile.qos;
+    let nics: Vec<&str> = profile.nics.iter().map(|n| n.nic.as_str()).collect();
+    let _ = writeln!(out, "for nic in {}; do", nics.join(" "));
+    let _ = writeln!(out, "  {}", mtu_command("$nic", q.mtu));
+    let _ = writeln!(out, "  {}", pfc_command("$nic", &q.pfc));
+    let _ = writeln!(out, "  {}", app_command("$nic", &q.dscp_priority));
+    let _ = writeln!(out, "  {}", tos_command("$nic", q.roce_tos));
+    for p in &q.ecn {
+        let _ = writeln!(out, "  {}", ecn_command("$nic", *p));
+    }
+    out.push_str("done\n");
     if !profile.sysctl.is_empty() {
         out.push('\n');
         for (k, v) in &profile.sysctl {
@@ -58,11 +63,12 @@ pub fn app_command(nic: &str, entries: &[(u8, u8)]) -> String {
     s
 }
 
-/// Sets rdma_cm's default ToS on the NIC's RDMA device (node-wide configfs).
+/// Sets rdma_cm's default ToS on the NIC's RDMA device (node-wide configfs); a NIC without an
+/// RDMA device, or a host without configfs, is skipped rather than failing the script.
 pub fn tos_command(nic: &str, tos: u8) -> String {
     format!(
-        "for d in /sys/class/net/{nic}/device/infiniband/*; do dev=${{d##*/}}; \
-         mkdir -p /sys/kernel/config/rdma_cm/$dev; \
+        "for d in /sys/class/net/{nic}/device/infiniband/*; do [ -d \"$d\" ] || continue; \
+         dev=${{d##*/}}; mkdir -p /sys/kernel/config/rdma_cm/$dev && \
          echo {tos} > /sys/kernel/config/rdma_cm/$dev/ports/1/default_roce_tos; done"
     )
 }
