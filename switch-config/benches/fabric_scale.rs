@@ -155,12 +155,15 @@ fn child(hosts: usize) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let path = dir.join("intent.yaml");
+    let intent_bytes;
     // Setup, not measured: the intent file, and each switch's running configuration as an
     // operator collects it (SONiC config_db.json, EOS running-config, NVUE `nv config show -o
     // json`), here equal to what the intent renders.
     {
         let intent = synthetic::intent(&spec);
-        std::fs::write(&path, intent::to_yaml(&intent).expect("serialise")).expect("write intent");
+        let yaml = intent::to_yaml(&intent).expect("serialise");
+        intent_bytes = yaml.len();
+        std::fs::write(&path, yaml).expect("write intent");
         let plan = FabricPlan::new(&intent);
         for sp in &plan.switches {
             let r = render::switch(&plan, sp, &Running::default());
@@ -212,7 +215,7 @@ fn child(hosts: usize) {
     let peak = status_kib("VmHWM:");
     let f = |s: &Stage| format!("{:.1} {:.1}", ms(s.wall), ms(s.cpu));
     println!(
-        "{} {} {files} {bytes} {} {} {} {} {:.0} {:.0}",
+        "{} {} {files} {bytes} {intent_bytes} {} {} {} {} {:.0} {:.0}",
         loaded.switches.len(),
         plan.hosts.len(),
         f(&load),
@@ -250,9 +253,9 @@ fn main() {
         );
         let line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let fields: Vec<&str> = line.split(' ').collect();
-        head = fields[..4].join(" ");
+        head = fields[..5].join(" ");
         runs.push(
-            fields[4..]
+            fields[5..]
                 .iter()
                 .map(|f| f.parse().unwrap_or(0.0))
                 .collect(),
@@ -265,8 +268,8 @@ fn main() {
     };
     let h: Vec<&str> = head.split(' ').collect();
     println!(
-        "fabric_scale: {} switches, {} hosts; {} files, {} bytes rendered",
-        h[0], h[1], h[2], h[3]
+        "fabric_scale: {} switches, {} hosts (intent {} bytes); {} files, {} bytes rendered",
+        h[0], h[1], h[4], h[2], h[3]
     );
     let pair = |i: usize| format!("{:.0} ms (CPU {:.0} ms)", median(i), median(i + 1));
     println!("  load+validate   {}", pair(0));

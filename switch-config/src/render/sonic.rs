@@ -93,15 +93,16 @@ pub fn to_json(db: &ConfigDb) -> String {
 /// Runs `f` on the entry `table|key`, created when missing; names are allocated only then
 /// (a large switch writes tens of thousands of fields).
 fn with_entry(db: &mut ConfigDb, table: &str, key: &str, f: impl FnOnce(&mut Fields)) {
-    if !db.contains_key(table) {
-        db.insert(table.to_owned(), BTreeMap::new());
-    }
-    if let Some(t) = db.get_mut(table) {
-        if !t.contains_key(key) {
-            t.insert(key.to_owned(), BTreeMap::new());
-        }
-        if let Some(e) = t.get_mut(key) {
-            f(e);
+    let t = match db.get_mut(table) {
+        Some(t) => t,
+        None => db.entry(table.to_owned()).or_default(),
+    };
+    match t.get_mut(key) {
+        Some(e) => f(e),
+        None => {
+            let mut e = Fields::new();
+            f(&mut e);
+            t.insert(key.to_owned(), e);
         }
     }
 }
