@@ -11,6 +11,14 @@ export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TERM_COLOR=never
 echo "== rustfmt"
 cargo fmt --all -- --check
+# The Kubernetes tier's control plane is Go, in tests/ only; its build script finds Go or says
+# how to get it, and the Rust tests of that tier run the binary it builds.
+echo "== Kubernetes control plane (tests/k8s): build, gofmt, go vet"
+./tests/k8s/build.sh
+command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
+unformatted=$(gofmt -l tests/k8s)
+[ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
+(cd tests/k8s && GOTOOLCHAIN=local go vet .)
 echo "== clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== unit and netns tests"

@@ -68,7 +68,23 @@ pub fn requested(
     args: &CniArgs,
     settings: &Settings,
 ) -> Result<DeviceRequest, CniError> {
-    let mut named: Vec<(&str, PciAddress)> = Vec::new();
+    let rc = conf.runtime_config.as_ref();
+    // Typed sources were validated when the configuration was parsed.
+    let mut named: Vec<(&str, PciAddress)> = [
+        (
+            "runtimeConfig.deviceID",
+            rc.and_then(|r| r.device_id.clone()),
+        ),
+        (
+            "args.cni.deviceID",
+            conf.args_cni().and_then(|a| a.device_id.clone()),
+        ),
+        ("deviceID", conf.device_id.clone()),
+        ("pciBusID", conf.pci_bus_id.clone()),
+    ]
+    .into_iter()
+    .filter_map(|(field, pci)| pci.map(|p| (field, p)))
+    .collect();
     let mut push = |field: &'static str, value: Option<&str>| -> Result<(), CniError> {
         if let Some(v) = value {
             let pci = v.parse().map_err(|e| invalid(format!("{field}: {e}")))?;
@@ -76,17 +92,6 @@ pub fn requested(
         }
         Ok(())
     };
-    let rc = conf.runtime_config.as_ref();
-    push(
-        "runtimeConfig.deviceID",
-        rc.and_then(|r| r.device_id.as_deref()),
-    )?;
-    push(
-        "args.cni.deviceID",
-        conf.args_cni().and_then(|a| a.device_id.as_deref()),
-    )?;
-    push("deviceID", conf.device_id.as_deref())?;
-    push("pciBusID", conf.pci_bus_id.as_deref())?;
     if conf.args.is_none() {
         push("CNI_ARGS DEVICE_ID", args.get("DEVICE_ID"))?;
     }

@@ -11,11 +11,15 @@
 //! that recovers it.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -49,6 +53,13 @@ impl Target<'_> {
     };
 }
 
+/// Set in every delegate's environment: a `spinel` that sees it was named as its own IPAM
+/// plugin (directly or through a link) and refuses at once instead of recursing.
+pub const DELEGATE_ENV: &str = "SPINEL_IPAM_DELEGATE";
+
+/// How long a delegate may run before it is killed, unless the node settings say otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// An IPAM plugin binary and the versions it speaks.
 #[derive(Debug, Clone)]
 pub struct Ipam {
@@ -56,6 +67,7 @@ pub struct Ipam {
     binary: PathBuf,
     cni_path: Vec<PathBuf>,
     versions: Vec<String>,
+    timeout: Duration,
 }
 
 /// A delegated call in flight.
@@ -64,6 +76,7 @@ pub struct Pending<'a> {
     ipam: &'a Ipam,
     command: &'static str,
     child: Child,
+    deadline: Instant,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -100,9 +113,21 @@ impl Ipam {
             binary,
             cni_path: cni_path.to_vec(),
             versions: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
         };
         ipam.versions = ipam.cached_versions(state_dir)?;
         Ok(ipam)
+    }
+
+    /// Kills the delegate if it runs longer than `timeout` (a hung plugin must not hold a VF).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The plugin's name (`ipam.type`).
+    pub fn kind(&self) -> &str {
+        &self.kind
     }
 
     /// True if the plugin speaks `version` (STATUS and GC exist only from 1.1.0).
@@ -116,7 +141,7 @@ impl Ipam {
         let cache_path = state_dir
             .join("delegates")
             .join(format!("{}.json", self.kind));
-        if let Ok(Some(c)) = read_json::<VersionCache>(&cache_path)
+        if let Ok(Some(c)) = read_json::<VersionCache>(&cache_path, crate::journal::SCHEMA)
             && c.binary == self.binary
             && c.ino == meta.ino()
             && c.size == meta.size()
@@ -229,7 +254,8 @@ impl Ipam {
     ) -> Result<Pending<'_>, CniError> {
         let stdin = serde_json::to_vec(config).map_err(|e| failed(&self.kind, e))?;
         let mut cmd = Command::new(&self.binary);
-        cmd.env("CNI_COMMAND", command)
+        cmd.env(DELEGATE_ENV, "1")
+            .env("CNI_COMMAND", command)
             .env("CNI_CONTAINERID", target.container_id)
             .env("CNI_IFNAME", target.ifname)
             .env(
@@ -263,22 +289,31 @@ impl Ipam {
             ipam: self,
             command,
             child,
+            deadline: Instant::now() + self.timeout,
         })
     }
 }
 
 impl Pending<'_> {
-    /// Waits for the delegate and returns what it printed, or its error.
-    pub fn wait(self) -> Result<Option<Value>, CniError> {
-        let kind = &self.ipam.kind;
+    /// Waits for the delegate and returns what it printed, or its error. A delegate still
+    /// running at the deadline is killed and reported.
+    pub fn wait(mut self) -> Result<Option<Value>, CniError> {
+        let kind = self.ipam.kind.clone();
         let command = self.command;
-        let out = self.child.wait_with_output().map_err(|e| failed(kind, e))?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (status, stdout, stderr) = match self.collect() {
+            Ok(out) => out,
+            Err(e) => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return Err(failed(&kind, format!("{command}: {e}")));
+            }
+        };
+        let stderr = String::from_utf8_lossy(&stderr);
         if !stderr.trim().is_empty() {
             tracing::debug!(plugin = %kind, command, stderr = %stderr.trim(), "delegate stderr");
         }
-        let answer: Option<Value> = serde_json::from_slice(&out.stdout).ok();
-        if out.status.success() {
+        let answer: Option<Value> = serde_json::from_slice(&stdout).ok();
+        if status.success() {
             return Ok(answer);
         }
         // Delegates report errors as CNI error JSON on stdout.
@@ -291,7 +326,7 @@ impl Pending<'_> {
             .and_then(|a| a.get("msg"))
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .unwrap_or_else(|| format!("exited with {}; stderr: {}", out.status, stderr.trim()));
+            .unwrap_or_else(|| format!("exited with {status}; stderr: {}", stderr.trim()));
         let code = if code == Some(11) {
             ErrorCode::TryAgainLater
         } else {
@@ -303,6 +338,66 @@ impl Pending<'_> {
         ))
     }
 
+    /// Reads stdout and stderr to their end and reaps the delegate, all before the deadline.
+    fn collect(&mut self) -> Result<(ExitStatus, Vec<u8>, Vec<u8>), String> {
+        let timeout = self.ipam.timeout;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let as_file = |fd: Option<std::os::fd::OwnedFd>| fd.map(fs::File::from);
+        let mut pipes = [
+            as_file(self.child.stdout.take().map(Into::into)),
+            as_file(self.child.stderr.take().map(Into::into)),
+        ];
+        while pipes.iter().any(Option::is_some) {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!("still running after {timeout:?}; killed"));
+            }
+            let mut fds: Vec<PollFd<'_>> = pipes
+                .iter()
+                .flatten()
+                .map(|p| PollFd::new(p.as_fd(), PollFlags::POLLIN))
+                .collect();
+            let wait = PollTimeout::try_from(left.as_millis().saturating_add(1))
+                .unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, wait) {
+                Ok(_) | Err(nix::Error::EINTR) => {}
+                Err(e) => return Err(format!("poll: {e}")),
+            }
+            // Only pipes with something to say (data, or its end) are read: a read on a quiet
+            // pipe would wait for the delegate, past the deadline.
+            let ready: Vec<bool> = fds
+                .iter()
+                .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+                .collect();
+            drop(fds);
+            let mut ready = ready.into_iter();
+            for (slot, buf) in pipes.iter_mut().zip([&mut out, &mut err]) {
+                let Some(pipe) = slot else { continue };
+                if !ready.next().unwrap_or(false) {
+                    continue;
+                }
+                let mut chunk = [0u8; 8192];
+                match pipe.read(&mut chunk) {
+                    Ok(0) => *slot = None,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(format!("read its output: {e}")),
+                }
+            }
+        }
+        // Both pipes are closed: it has exited, or is about to.
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Ok((status, out, err)),
+                Ok(None) if Instant::now() < self.deadline => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(None) => return Err(format!("still running after {timeout:?}; killed")),
+                Err(e) => return Err(format!("wait: {e}")),
+            }
+        }
+    }
+
     /// Waits for an ADD and decodes its result.
     pub fn result(self) -> Result<CniResult, CniError> {
         let kind = self.ipam.kind.clone();
@@ -311,6 +406,69 @@ impl Pending<'_> {
             .ok_or_else(|| failed(&kind, "ADD printed no result"))?;
         CniResult::from_json(&answer)
             .map_err(|e| failed(&kind, format!("ADD result does not decode: {e}")))
+    }
+}
+
+/// Keys runtimes put in `CNI_ARGS` that IPAM plugins may need to find an allocation.
+const RUNTIME_ARGS: [&str; 5] = [
+    "IgnoreUnknown",
+    "K8S_POD_NAMESPACE",
+    "K8S_POD_NAME",
+    "K8S_POD_INFRA_CONTAINER_ID",
+    "K8S_POD_UID",
+];
+
+/// The `CNI_ARGS` a release retries with after the recorded ones failed: only well-formed
+/// pairs of the keys runtimes set, then none at all. A value the runtime forwarded and the
+/// plugin rejects (`K8S_POD_NAME=a=b`, `IP=not-an-ip`) must not keep an address allocated:
+/// plugins release by container ID and interface name.
+pub fn fallback_arguments(recorded: Option<&str>) -> Vec<Option<String>> {
+    let Some(recorded) = recorded else {
+        return Vec::new();
+    };
+    let well_formed = |pair: &&str| {
+        let Some((k, v)) = pair.split_once('=') else {
+            return false;
+        };
+        RUNTIME_ARGS.contains(&k)
+            && !v.is_empty()
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+    };
+    let kept: Vec<&str> = recorded.split(';').filter(well_formed).collect();
+    let mut out = Vec::new();
+    if !kept.is_empty() && kept.join(";") != recorded {
+        out.push(Some(kept.join(";")));
+    }
+    out.push(None);
+    out
+}
+
+impl Ipam {
+    /// Releases `target`'s address with the fallbacks of [`fallback_arguments`], after a DEL
+    /// with the recorded arguments failed with `first`. Returns the last failure.
+    pub fn release_with_fallbacks(
+        &self,
+        config: &Value,
+        ours: Version,
+        target: &Target<'_>,
+        first: CniError,
+    ) -> Result<(), CniError> {
+        let mut last = first;
+        for args in fallback_arguments(target.cni_args) {
+            let retry = Target {
+                cni_args: args.as_deref(),
+                ..target.clone()
+            };
+            match self.del(config, ours, &retry) {
+                Ok(()) => {
+                    tracing::info!(plugin = %self.kind, args = ?args, "address released after dropping CNI_ARGS the plugin refused");
+                    return Ok(());
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
     }
 }
 
@@ -340,4 +498,26 @@ fn join_paths(paths: &[PathBuf]) -> String {
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_fall_back_to_arguments_that_can_succeed() {
+        assert!(fallback_arguments(None).is_empty());
+        assert_eq!(
+            fallback_arguments(Some(
+                "IgnoreUnknown=1;K8S_POD_NAME=a=b;K8S_POD_NAMESPACE=ns"
+            )),
+            [
+                Some("IgnoreUnknown=1;K8S_POD_NAMESPACE=ns".to_owned()),
+                None
+            ]
+        );
+        assert_eq!(fallback_arguments(Some("IP=not-an-ip")), [None]);
+        // Nothing to drop: only the bare retry is left.
+        assert_eq!(fallback_arguments(Some("K8S_POD_NAME=p")), [None]);
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::net::IpAddr;
 
-use hostnet::netlink::{NetlinkError, Route, RouteSocket, Rule};
+use hostnet::netlink::{NetlinkError, NetlinkErrorKind, Route, RouteSocket, Rule};
 use ipnet::IpNet;
 
 use crate::spec::result::{CniResult, RouteConfig};
@@ -40,13 +40,13 @@ pub fn apply(pod: &mut RouteSocket, oif: u32, result: &CniResult) -> Result<(), 
             pod.add_address(oif, &ip.address)
         };
         match added {
-            Err(e) if !e.is(libc::EEXIST) => return Err(e),
+            Err(e) if e.kind() != NetlinkErrorKind::AlreadyExists => return Err(e),
             _ => {}
         }
     }
     for r in &result.routes {
         match pod.add_route(&kernel_route(r, result, oif)) {
-            Err(e) if !e.is(libc::EEXIST) => return Err(e),
+            Err(e) if e.kind() != NetlinkErrorKind::AlreadyExists => return Err(e),
             _ => {}
         }
     }
@@ -164,13 +164,13 @@ pub fn apply_policy(
 ) -> Result<(), NetlinkError> {
     for route in policy_routes(oif, result, policy) {
         match pod.add_route(&route) {
-            Err(e) if !e.is(libc::EEXIST) => return Err(e),
+            Err(e) if e.kind() != NetlinkErrorKind::AlreadyExists => return Err(e),
             _ => {}
         }
     }
     for rule in policy_rules(result, policy) {
         match pod.add_rule(&rule) {
-            Err(e) if !e.is(libc::EEXIST) => return Err(e),
+            Err(e) if e.kind() != NetlinkErrorKind::AlreadyExists => return Err(e),
             _ => {}
         }
     }
@@ -182,7 +182,7 @@ pub fn remove_policy(pod: &mut RouteSocket, table: u32) -> Result<(), NetlinkErr
     for ipv6 in [false, true] {
         for rule in pod.rules(ipv6)?.into_iter().filter(|r| r.table == table) {
             match pod.delete_rule(&rule) {
-                Err(e) if !e.is(libc::ENOENT) => return Err(e),
+                Err(e) if e.kind() != NetlinkErrorKind::NotFound => return Err(e),
                 _ => {}
             }
         }

@@ -5,21 +5,21 @@
 //! recorded first in the [`journal`] so DEL, GC or a later ADD can undo it after any failure.
 
 pub mod announce;
+pub mod attachment;
 pub mod commands;
 pub mod config;
 pub mod device;
 pub mod ipam;
 pub mod ipconfig;
 pub mod journal;
-pub mod macvlan;
 pub mod node;
 pub mod pf;
 pub mod roce;
 pub mod settings;
 pub mod spec;
+pub mod step;
 pub mod sysctls;
 pub mod teardown;
-pub mod vf;
 
 use serde_json::Value;
 

@@ -1,9 +1,12 @@
 //! What every command needs about the node: settings, journal, sysfs, the host namespace.
 
+use std::path::PathBuf;
+
 use hostnet::netlink::RouteSocket;
 use hostnet::netns::NetNs;
 use hostnet::sriov::Sysfs;
 
+use crate::ipam::Ipam;
 use crate::journal::{AttachmentRecord, Journal, JournalError};
 use crate::settings::Settings;
 use crate::spec::{CniError, ErrorCode};
@@ -46,6 +49,14 @@ impl Node {
     }
 }
 
+impl Node {
+    /// The IPAM plugin `kind` on `cni_path`, with the node's delegate timeout.
+    pub fn ipam(&self, kind: &str, cni_path: &[PathBuf]) -> Result<Ipam, CniError> {
+        Ipam::find(kind, cni_path, self.journal.dir())
+            .map(|i| i.with_timeout(self.settings.ipam_timeout()))
+    }
+}
+
 /// Maps journal failures: a busy VF is "try again later", the rest is a state error.
 pub fn journal_error(e: JournalError) -> CniError {
     match &e {
@@ -56,8 +67,42 @@ pub fn journal_error(e: JournalError) -> CniError {
     }
 }
 
-/// Whether the namespace an attachment was made in still exists and is the same one.
-pub fn pod_namespace(record: &AttachmentRecord) -> Option<NetNs> {
-    let ns = NetNs::open(record.netns.as_ref()?).ok()?;
-    (Some(ns.id()) == record.netns_id).then_some(ns)
+/// Where an attachment's pod stands.
+pub enum PodState {
+    /// Its namespace exists and is open here (found at the recorded path, or by identity).
+    Reachable(NetNs),
+    /// Its device is provably in some namespace we cannot open: the pod lives on.
+    Unreachable,
+    /// Its namespace is gone and its device is not held anywhere.
+    Gone,
+}
+
+impl PodState {
+    /// Whether the pod lives on (reachable or not): its attachment must not be reclaimed and
+    /// its address must not be released behind its back.
+    pub fn is_alive(&self) -> bool {
+        !matches!(self, Self::Gone)
+    }
+}
+
+/// Where `record`'s pod stands, decided from the namespace's identity and the device's
+/// whereabouts, never from a path or a pid: `/proc/<pid>/ns/net` stops resolving when that
+/// process exits even though the namespace lives on, held by another process or a bind mount.
+pub fn pod_state(node: &mut Node, record: &AttachmentRecord) -> PodState {
+    let Some(id) = record.netns_id else {
+        return PodState::Gone;
+    };
+    if let Some(path) = &record.netns
+        && let Ok(ns) = NetNs::open(path)
+        && ns.is(&id)
+    {
+        return PodState::Reachable(ns);
+    }
+    if let Some(ns) = NetNs::find(id) {
+        return PodState::Reachable(ns);
+    }
+    if record.device.kind().held_outside_host(node, &record.key) {
+        return PodState::Unreachable;
+    }
+    PodState::Gone
 }

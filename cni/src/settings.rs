@@ -8,6 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hostnet::sriov::pf_control::PfControl;
 use serde::Deserialize;
 
 use crate::config::LogLevel;
@@ -31,6 +32,8 @@ pub struct Settings {
     pub device_info_dir: PathBuf,
     /// How long ADD/DEL wait for a VF lock before answering "try again later".
     pub lock_timeout_ms: u64,
+    /// How long an IPAM delegate may run before it is killed (a hung plugin must not hold a VF).
+    pub ipam_timeout_ms: u64,
     /// Log file; stderr when unset.
     pub log_file: Option<PathBuf>,
     /// Default log level.
@@ -38,18 +41,19 @@ pub struct Settings {
     /// Where each attachment's RoCE details (RDMA device, GID index, NCCL hints) are
     /// published for workloads: `<dir>/<containerID>/<ifname>.json` and `.env`.
     pub roce_info_dir: PathBuf,
-    /// Tests only: record VF attribute requests in this directory instead of sending them to
-    /// the kernel (no kernel here implements them). Unset in production.
+    /// Dry run for nodes whose kernel has no SR-IOV (labs, CI): record VF attribute requests
+    /// in this directory instead of sending them to the kernel. Unset in production.
     pub record_vf_requests_to: Option<PathBuf>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            state_dir: PathBuf::from("/var/lib/spinel/cni"),
+            state_dir: PathBuf::from("/run/spinel/cni"),
             sysfs_root: PathBuf::from("/sys"),
             device_info_dir: PathBuf::from("/var/run/k8s.cni.cncf.io/devinfo"),
             lock_timeout_ms: 10_000,
+            ipam_timeout_ms: 30_000,
             log_file: None,
             log_level: LogLevel::Warn,
             roce_info_dir: PathBuf::from("/run/spinel/roce"),
@@ -122,12 +126,18 @@ impl Settings {
         Ok(settings)
     }
 
-    /// How VF attributes reach the PF.
-    pub fn pf_access(&self) -> crate::pf::PfAccess {
+    /// How VF attributes reach the PF: the kernel, or (dry run on a node without SR-IOV) a
+    /// recording.
+    pub fn pf_control(&self) -> PfControl {
         match &self.record_vf_requests_to {
-            Some(dir) => crate::pf::PfAccess::Recording(dir.clone()),
-            None => crate::pf::PfAccess::Kernel,
+            Some(dir) => PfControl::Recorded(dir.clone()),
+            None => PfControl::Kernel,
         }
+    }
+
+    /// The IPAM delegate timeout.
+    pub fn ipam_timeout(&self) -> Duration {
+        Duration::from_millis(self.ipam_timeout_ms)
     }
 
     /// The VF lock timeout.
@@ -145,7 +155,7 @@ mod tests {
     #[test]
     fn missing_file_means_defaults() {
         let s = Settings::load(Some("/nonexistent/spinel.json")).unwrap();
-        assert_eq!(s.state_dir, PathBuf::from("/var/lib/spinel/cni"));
+        assert_eq!(s.state_dir, PathBuf::from("/run/spinel/cni"));
     }
 
     #[test]

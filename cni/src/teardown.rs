@@ -1,197 +1,206 @@
 //! Undoing an attachment from its journal record: shared by DEL, GC, ADD's rollback and ADD's
-//! self-healing. Every step runs even when an earlier one fails; errors are collected and the
-//! record is kept until a teardown succeeds completely, so a retry can finish the job.
+//! self-healing. Every step runs even when an earlier one fails; failures are collected as
+//! typed [`StepError`]s and mapped to one CNI code at the end.
+//!
+//! What is released when:
+//! - the device (VF home with its name, MAC, MTU and PF-side attributes; a macvlan deleted)
+//!   and the policy rules: always first; if that fails, the record stays for a retry;
+//! - the VF's claim and the record: once the device is home, whatever IPAM answered, so a VF
+//!   whose pod is gone is always usable by the next ADD;
+//! - the address: by the IPAM plugin, while the device moves (both mostly wait); if its DEL
+//!   fails, again with arguments that can succeed, and if that fails too, a pending release
+//!   in the journal keeps everything the plugin needs and is retried until it succeeds;
+//! - nothing at all while the pod lives on where we cannot reach it: its address must not be
+//!   handed to another pod while the VF still carries it.
 
 use std::path::PathBuf;
 
 use hostnet::netlink::RouteSocket;
-use hostnet::netns::NetNs;
 
+use crate::attachment::PodSide;
 use crate::ipam::{Ipam, Pending, Target};
-use crate::journal::{AttachmentRecord, DeviceRecord, VfRecord};
-use crate::node::{Node, journal_error, pod_namespace};
-use crate::spec::error::chain;
-use crate::spec::{CniError, ErrorCode, Version};
-use crate::{ipconfig, macvlan, roce, vf};
+use crate::journal::AttachmentRecord;
+use crate::node::{Node, PodState, pod_state};
+use crate::spec::CniError;
+use crate::step::{StepError, to_cni_error};
+use crate::{ipconfig, roce};
+
+/// How a teardown ended when the device is home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Released {
+    /// Device and address are both released.
+    Complete,
+    /// The device is home; the IPAM plugin refused to release the address, which is kept as a
+    /// pending release (the message says why).
+    AddressPending(String),
+}
 
 /// Releases everything `record` holds. The caller holds the device's lock.
 pub fn teardown(
     node: &mut Node,
     record: &AttachmentRecord,
     cni_path: &[PathBuf],
-) -> Result<(), CniError> {
-    let mut errors: Vec<String> = Vec::new();
+) -> Result<Released, CniError> {
     let key = &record.key;
-
-    // The address is released while the kernel gives the device back: both mostly wait. It
-    // is released whatever happens to the device, so a device that cannot be recovered never
-    // also leaks its IP.
-    let ipam = ipam_of(record, cni_path, node);
+    let pod = pod_state(node, record);
+    if let PodState::Unreachable = pod {
+        return Err(to_cni_error(
+            format!("could not release attachment {key}; it is kept for a retry"),
+            &[StepError::Busy(format!(
+                "{} is still in a namespace that cannot be found from here; the kernel returns it when that namespace dies",
+                record.device.kind().describe(key)
+            ))],
+        ));
+    }
+    let mut errors: Vec<StepError> = Vec::new();
+    let ipam = record.ipam.as_deref().map(|kind| node.ipam(kind, cni_path));
     let target = Target {
         container_id: &key.container_id,
         ifname: &key.ifname,
         netns: record.netns.as_deref(),
         cni_args: record.cni_args.as_deref(),
     };
-    let release: Option<Pending<'_>> = match &ipam {
-        Some((Ok(ipam), version)) => match ipam.start("DEL", &record.config, *version, &target) {
-            Ok(pending) => Some(pending),
-            Err(e) => {
-                errors.push(e.msg);
-                None
-            }
-        },
-        Some((Err(e), _)) => {
-            errors.push(e.msg.clone());
-            None
-        }
+    // The address is released while the kernel gives the device back: both mostly wait.
+    let release: Option<Result<Pending<'_>, CniError>> = match &ipam {
+        Some(Ok(ipam)) => Some(ipam.start("DEL", &record.config, record.cni_version, &target)),
+        Some(Err(e)) => Some(Err(e.clone())),
         None => None,
     };
-
-    // Only the namespace ADD used counts; a path reused by another pod is not ours to touch.
-    let pod_ns = pod_namespace(record);
-    let mut pod = match &pod_ns {
-        Some(ns) => match RouteSocket::open_in(ns) {
-            Ok(sock) => Some(sock),
-            Err(e) => {
-                errors.push(format!("open a socket in the pod namespace: {}", chain(&e)));
-                None
-            }
-        },
-        None => None,
+    tracing::debug!("IPAM release started");
+    release_device(node, record, &pod, &mut errors);
+    tracing::debug!("device released");
+    let address = match (release, &ipam) {
+        (Some(Ok(pending)), Some(Ok(ipam))) => pending.wait().map(drop).or_else(|first| {
+            ipam.release_with_fallbacks(&record.config, record.cni_version, &target, first)
+        }),
+        (Some(Err(e)), _) => Err(e),
+        _ => Ok(()),
     };
-    // Rules do not leave with the interface: remove them while the pod lives.
-    if let Some(pod) = pod.as_mut()
-        && let Some(table) = policy_table(record)
-        && let Err(e) = ipconfig::remove_policy(pod, table)
-    {
-        errors.push(format!("remove the policy rules of table {table}: {e}"));
-    }
-    match &record.device {
-        DeviceRecord::Vf(v) => {
-            release_vf(node, record, v, pod_ns.as_ref(), pod.as_mut(), &mut errors)
-        }
-        DeviceRecord::Macvlan(_) => {
-            // A dead pod's macvlan died with its namespace.
-            if let Some(pod) = pod.as_mut()
-                && let Err(e) = macvlan::delete(pod, key)
-            {
-                errors.push(format!("delete the macvlan: {e}"));
-            }
-        }
-    }
-
-    if let Some(pending) = release
-        && let Err(e) = pending.wait()
-    {
-        errors.push(e.msg);
-    }
+    tracing::debug!("IPAM release done");
     if !errors.is_empty() {
-        return Err(CniError::new(
-            ErrorCode::Kernel,
+        if let Err(e) = &address {
+            errors.push(StepError::Ipam(e.msg.clone()));
+        }
+        return Err(to_cni_error(
             format!("could not fully release attachment {key}; it is kept for a retry"),
-        )
-        .with_detail(errors.join("; ")));
-    }
-    roce::unpublish(&node.settings.roce_info_dir, key);
-    if let DeviceRecord::Vf(v) = &record.device {
-        node.journal
-            .release_claim(&v.pci, key)
-            .map_err(journal_error)?;
-    }
-    node.journal.remove(key).map_err(journal_error)?;
-    tracing::info!(attachment = %key, "released");
-    Ok(())
-}
-
-/// Gives a VF back: its RDMA devices (exclusive mode), its netdev, its PF-side attributes.
-fn release_vf(
-    node: &mut Node,
-    record: &AttachmentRecord,
-    v: &VfRecord,
-    pod_ns: Option<&NetNs>,
-    pod: Option<&mut RouteSocket>,
-    errors: &mut Vec<String>,
-) {
-    let key = &record.key;
-    match node.journal.claim(&v.pci) {
-        Err(e) => return errors.push(chain(&e)),
-        // Another attachment holds the VF now; ours never touched it or gave it back.
-        Ok(Some(holder)) if holder != *key => {
-            return tracing::info!(attachment = %key, vf = %v.pci, "VF held by another attachment; leaving it");
-        }
-        Ok(_) => {}
-    }
-    // The RDMA devices go home first; a dead pod's are returned by the kernel.
-    if v.rdma_exclusive
-        && let Some(ns) = pod_ns
-        && let Err(e) = roce::return_devices(&v.rdma_devices, ns, &node.host_ns)
-    {
-        errors.push(e);
-    }
-    match vf::detach(
-        &node.host_ns,
-        &mut node.host,
-        pod,
-        v,
-        &key.ifname,
-        &node.sysfs,
-    ) {
-        Ok(done) => {
-            for w in done.warnings {
-                tracing::warn!(attachment = %key, "{w}");
-            }
-        }
-        Err(e) => errors.push(format!("give VF {} back to the host: {e}", v.pci)),
-    }
-    if let Some(before) = &v.pf_before
-        && let Err(e) = node
-            .settings
-            .pf_access()
-            .apply(&mut node.host, &v.pf, before)
-    {
-        errors.push(format!(
-            "restore VF {} attributes on PF {}: {}",
-            v.pci,
-            v.pf,
-            chain(&e)
+            &errors,
         ));
     }
+    finish(node, record, address)
 }
 
-/// The IPAM plugin ADD used, and the version to speak to it, from the recorded configuration.
-fn ipam_of(
+/// Gives the device and the policy rules back.
+fn release_device(
+    node: &mut Node,
     record: &AttachmentRecord,
-    cni_path: &[PathBuf],
-    node: &Node,
-) -> Option<(Result<Ipam, CniError>, Version)> {
-    let kind = record
-        .config
-        .get("ipam")
-        .and_then(|i| i.get("type"))
-        .and_then(|t| t.as_str())?;
-    let version = record
-        .config
-        .get("cniVersion")
-        .and_then(|v| v.as_str())
-        .and_then(Version::parse)
-        .unwrap_or(Version::V1_0_0);
-    Some((Ipam::find(kind, cni_path, node.journal.dir()), version))
+    pod: &PodState,
+    errors: &mut Vec<StepError>,
+) {
+    let key = &record.key;
+    let mut socket = match pod {
+        PodState::Reachable(ns) => match RouteSocket::open_in(ns) {
+            Ok(s) => Some((ns, s)),
+            Err(e) => {
+                errors.push(StepError::kernel("open a socket in the pod namespace", &e));
+                None
+            }
+        },
+        _ => None,
+    };
+    // Rules do not leave with the interface: remove them while the pod lives.
+    if let Some((_, sock)) = socket.as_mut()
+        && let Some(table) = record.routing_table
+        && let Err(e) = ipconfig::remove_policy(sock, table)
+    {
+        errors.push(StepError::kernel(
+            format!("remove the policy rules of table {table}"),
+            &e,
+        ));
+    }
+    let side = socket
+        .as_mut()
+        .map(|(ns, sock)| PodSide { ns, socket: sock });
+    errors.extend(record.device.kind().release(node, key, side));
 }
 
-/// The policy routing table ADD used, from the configuration it recorded.
-fn policy_table(record: &AttachmentRecord) -> Option<u32> {
-    let routing = record.config.get("routing");
-    if routing
-        .and_then(|r| r.get("enabled"))
-        .and_then(|e| e.as_bool())
-        == Some(false)
-    {
-        return None;
+/// The device is home: the claim and the record go, and an address the plugin would not
+/// release becomes a pending release.
+fn finish(
+    node: &mut Node,
+    record: &AttachmentRecord,
+    address: Result<(), CniError>,
+) -> Result<Released, CniError> {
+    let key = &record.key;
+    let keep = |e: &crate::journal::JournalError| {
+        to_cni_error(
+            format!("could not fully release attachment {key}; it is kept for a retry"),
+            &[StepError::journal(e)],
+        )
+    };
+    let released = match address {
+        Ok(()) => Released::Complete,
+        Err(e) => {
+            node.journal
+                .defer_release(record, &e.msg)
+                .map_err(|j| keep(&j))?;
+            tracing::warn!(attachment = %key, "address release deferred: {}", e.msg);
+            Released::AddressPending(e.msg)
+        }
+    };
+    roce::unpublish(&node.settings.roce_info_dir, key);
+    if let Some(pci) = record.device.kind().claimed_vf() {
+        node.journal.release_claim(pci, key).map_err(|j| keep(&j))?;
     }
-    let explicit = routing
-        .and_then(|r| r.get("table"))
-        .and_then(|t| t.as_u64())
-        .and_then(|t| u32::try_from(t).ok());
-    Some(explicit.unwrap_or_else(|| crate::config::table_for(&record.key.ifname)))
+    node.journal.remove(key).map_err(|j| keep(&j))?;
+    tracing::info!(attachment = %key, "released");
+    Ok(released)
+}
+
+/// Retries up to `budget` pending IPAM releases that are due (all with `None`), each under its
+/// attachment's lock, skipping busy ones. Returns how many are still pending.
+pub fn retry_pending_releases(node: &Node, cni_path: &[PathBuf], budget: Option<usize>) -> usize {
+    let Ok(pending) = node.journal.pending_releases() else {
+        return 0;
+    };
+    let total = pending.len();
+    let mut recovered = 0;
+    for p in pending
+        .into_iter()
+        .filter(|p| p.is_due())
+        .take(budget.unwrap_or(usize::MAX))
+    {
+        let Ok(_lock) = node
+            .journal
+            .lock_attachment(&p.key, std::time::Duration::ZERO)
+        else {
+            continue;
+        };
+        let target = Target {
+            container_id: &p.key.container_id,
+            ifname: &p.key.ifname,
+            netns: p.netns.as_deref(),
+            cni_args: p.cni_args.as_deref(),
+        };
+        let outcome = node.ipam(&p.ipam, cni_path).and_then(|ipam: Ipam| {
+            ipam.del(&p.config, p.cni_version, &target)
+                .or_else(|first| {
+                    ipam.release_with_fallbacks(&p.config, p.cni_version, &target, first)
+                })
+        });
+        let recorded = match outcome {
+            Ok(()) => {
+                recovered += 1;
+                tracing::info!(attachment = %p.key, "deferred address release succeeded");
+                node.journal.release_recovered(&p.key)
+            }
+            Err(e) => {
+                tracing::warn!(attachment = %p.key, attempts = p.attempts + 1, "deferred address release failed again: {}", e.msg);
+                node.journal.release_retry_failed(&p, &e.msg)
+            }
+        };
+        if let Err(e) = recorded {
+            tracing::warn!(attachment = %p.key, "cannot record the release attempt: {e}");
+        }
+    }
+    total - recovered
 }

@@ -7,6 +7,8 @@
 //! netlink socket and the RoCE GID table ([`rdma`]), and DCB netlink: PFC, ETS, the APP table
 //! and the RoCE ToS/ECN files ([`dcb`]).
 
+#[cfg(feature = "tokio")]
+pub mod async_packet;
 pub mod dcb;
 pub mod netlink;
 pub mod netns;

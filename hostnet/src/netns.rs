@@ -8,11 +8,11 @@
 //! drop, also on early return and panic. The guard is `!Send`: it cannot be carried across an
 //! `.await` into another worker thread.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::marker::PhantomData;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::sched::{CloneFlags, setns};
@@ -21,13 +21,124 @@ use serde::{Deserialize, Serialize};
 /// `NSFS_MAGIC` from `linux/magic.h`: the filesystem type of namespace files.
 const NSFS_MAGIC: i64 = 0x6e73_6673;
 
-/// Identity of a namespace: the (device, inode) pair of its nsfs file.
+/// Mount points of nsfs mounts in our mount namespace (`ip netns add` and runtimes pin network
+/// namespaces this way), from `/proc/self/mountinfo`.
+fn nsfs_mounts() -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            (right.split(' ').next() == Some("nsfs"))
+                .then(|| left.split(' ').nth(4))
+                .flatten()
+                .map(|p| PathBuf::from(unescape_mountinfo(p)))
+        })
+        .collect()
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+fn unescape_mountinfo(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut rest = field;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let code = rest
+            .get(i + 1..i + 4)
+            .and_then(|o| u8::from_str_radix(o, 8).ok());
+        match code {
+            Some(c) => {
+                out.push(char::from(c));
+                rest = &rest[i + 4..];
+            }
+            None => {
+                out.push('\\');
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `NS_GET_NSTYPE` from `linux/nsfs.h`: `_IO(0xb7, 0x3)`.
+const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
+
+/// The `CLONE_NEW*` type of the namespace `file` refers to (which must be on nsfs).
+fn namespace_type(file: &File) -> io::Result<libc::c_int> {
+    #[allow(unsafe_code)]
+    // SAFETY: NS_GET_NSTYPE takes no argument and only reads the open descriptor, which
+    // `file` keeps open for the duration of the call.
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), NS_GET_NSTYPE) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// The kernel's short name for a namespace type (as in `/proc/<pid>/ns/`).
+fn type_name(kind: libc::c_int) -> &'static str {
+    match kind {
+        libc::CLONE_NEWNS => "mnt",
+        libc::CLONE_NEWUSER => "user",
+        libc::CLONE_NEWPID => "pid",
+        libc::CLONE_NEWUTS => "uts",
+        libc::CLONE_NEWIPC => "ipc",
+        libc::CLONE_NEWCGROUP => "cgroup",
+        libc::CLONE_NEWNET => "net",
+        0x80 => "time",
+        _ => "unknown",
+    }
+}
+
+/// Identity of a namespace: the (device, inode) pair of its nsfs file, and, when recorded,
+/// the kernel's namespace cookie. The inode is unique only while the namespace lives: the
+/// kernel hands a dead namespace's number to the next one it creates, so an identity kept
+/// over time (in a journal) carries the cookie, which is never reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NsId {
     /// Device number of the nsfs mount.
     pub dev: u64,
     /// Inode number; unique per namespace while it lives.
     pub ino: u64,
+    /// `SO_NETNS_COOKIE`: unique for the life of the system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<u64>,
+}
+
+/// `SO_NETNS_COOKIE` from `asm-generic/socket.h` (Linux 5.14).
+const SO_NETNS_COOKIE: libc::c_int = 71;
+
+/// The cookie of the calling thread's network namespace, read from a throwaway socket.
+fn current_cookie() -> io::Result<u64> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};
+    let sock = socket(
+        AddressFamily::Unix,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    let mut cookie: u64 = 0;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    #[allow(unsafe_code)]
+    // SAFETY: `cookie` and `len` are valid for writes, `len` holds the size of `cookie`, and
+    // the socket stays open for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_NETNS_COOKIE,
+            (&mut cookie as *mut u64).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(cookie)
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Errors from opening, entering or creating namespaces.
@@ -39,11 +150,20 @@ pub enum NetNsError {
         /// The path that was opened.
         path: PathBuf,
     },
-    /// The path exists but is not a namespace (for example an unmounted bind-mount target).
+    /// The path exists but is not a namespace (for example an unmounted bind-mount target,
+    /// a regular file, a FIFO).
     #[error("{path} is not a network namespace")]
     NotANamespace {
         /// The path that was opened.
         path: PathBuf,
+    },
+    /// The path is a namespace of another type (mount, user, pid, ...).
+    #[error("{path} is a {kind} namespace, not a network namespace")]
+    WrongType {
+        /// The path that was opened.
+        path: PathBuf,
+        /// Its type as the kernel names it (`mnt`, `user`, ...).
+        kind: String,
     },
     /// Any other failure to open or inspect the path.
     #[error("cannot open network namespace {path}")]
@@ -81,7 +201,10 @@ impl NetNsError {
     /// should carry on with host-side cleanup because the kernel has already reclaimed the pod
     /// side.
     pub fn is_gone(&self) -> bool {
-        matches!(self, Self::NotFound { .. } | Self::NotANamespace { .. })
+        matches!(
+            self,
+            Self::NotFound { .. } | Self::NotANamespace { .. } | Self::WrongType { .. }
+        )
     }
 }
 
@@ -94,36 +217,48 @@ pub struct NetNs {
 }
 
 impl NetNs {
-    /// Opens the namespace at `path`, checking that it really is one.
+    /// Opens the namespace at `path`, checking that it really is a network namespace, without
+    /// ever blocking: a FIFO or a device is refused, not waited on, and a namespace file of
+    /// another type (`/proc/<pid>/ns/mnt`, `.../user`) is refused before anyone uses it.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, NetNsError> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|source| match source.kind() {
-            io::ErrorKind::NotFound => NetNsError::NotFound {
-                path: path.to_owned(),
-            },
-            _ => NetNsError::Open {
-                path: path.to_owned(),
-                source,
-            },
-        })?;
-        let fs = nix::sys::statfs::fstatfs(&file).map_err(|e| NetNsError::Open {
-            path: path.to_owned(),
-            source: e.into(),
-        })?;
-        if fs.filesystem_type().0 as i64 != NSFS_MAGIC {
-            return Err(NetNsError::NotANamespace {
-                path: path.to_owned(),
-            });
-        }
-        let meta = file.metadata().map_err(|source| NetNsError::Open {
+        let open_err = |source: io::Error| NetNsError::Open {
             path: path.to_owned(),
             source,
-        })?;
+        };
+        let not_a_namespace = || NetNsError::NotANamespace {
+            path: path.to_owned(),
+        };
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|source| match source.kind() {
+                io::ErrorKind::NotFound => NetNsError::NotFound {
+                    path: path.to_owned(),
+                },
+                _ => open_err(source),
+            })?;
+        let fs = nix::sys::statfs::fstatfs(&file).map_err(|e| open_err(e.into()))?;
+        if fs.filesystem_type().0 as i64 != NSFS_MAGIC {
+            return Err(not_a_namespace());
+        }
+        // Every namespace type lives on nsfs; the kernel tells which one this is.
+        let kind = namespace_type(&file).map_err(open_err)?;
+        if kind != libc::CLONE_NEWNET {
+            return Err(NetNsError::WrongType {
+                path: path.to_owned(),
+                kind: type_name(kind).to_owned(),
+            });
+        }
+        let meta = file.metadata().map_err(open_err)?;
         Ok(Self {
             file,
             id: NsId {
                 dev: meta.dev(),
                 ino: meta.ino(),
+                cookie: None,
             },
             path: path.to_owned(),
         })
@@ -139,7 +274,100 @@ impl NetNs {
         Self::open(format!("/proc/{pid}/ns/net"))
     }
 
-    /// Identity of this namespace.
+    /// Finds the namespace with identity `id` wherever something keeps it alive: a bind mount
+    /// (`/run/netns`, any nsfs mount), a process or thread living in it, or an open descriptor.
+    /// `None` means no such namespace is reachable from here; it is gone, or held only from a
+    /// mount namespace we cannot see. Costs a walk of `/proc`: for the rare case where the path
+    /// a namespace was known by no longer leads to it.
+    pub fn find(id: NsId) -> Option<Self> {
+        let matches = |path: &Path| {
+            std::fs::metadata(path).is_ok_and(|m| m.dev() == id.dev && m.ino() == id.ino)
+        };
+        let open = |path: &Path| Self::open(path).ok().filter(|ns| ns.is(&id));
+        for dir in ["/run/netns", "/var/run/netns"] {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if matches(&entry.path())
+                    && let Some(ns) = open(&entry.path())
+                {
+                    return Some(ns);
+                }
+            }
+        }
+        for mount in nsfs_mounts() {
+            if matches(&mount)
+                && let Some(ns) = open(&mount)
+            {
+                return Some(ns);
+            }
+        }
+        let pids: Vec<PathBuf> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .collect();
+        for pid in &pids {
+            let tasks = std::fs::read_dir(pid.join("task")).into_iter().flatten();
+            for task in std::iter::once(pid.clone()).chain(tasks.flatten().map(|t| t.path())) {
+                let path = task.join("ns/net");
+                if matches(&path)
+                    && let Some(ns) = open(&path)
+                {
+                    return Some(ns);
+                }
+            }
+        }
+        let wanted = format!("net:[{}]", id.ino);
+        for pid in &pids {
+            for fd in std::fs::read_dir(pid.join("fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == wanted.as_str())
+                    && let Some(ns) = open(&fd.path())
+                {
+                    return Some(ns);
+                }
+            }
+        }
+        None
+    }
+
+    /// The namespace's cookie (`SO_NETNS_COOKIE`), never reused while the system runs.
+    pub fn cookie(&self) -> Result<u64, NetNsError> {
+        self.run(current_cookie)?
+            .map_err(|source| NetNsError::Open {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// The identity to keep over time: device, inode and cookie.
+    pub fn lasting_id(&self) -> Result<NsId, NetNsError> {
+        Ok(NsId {
+            cookie: Some(self.cookie()?),
+            ..self.id
+        })
+    }
+
+    /// Whether this is the namespace `recorded` identifies: same inode, and the same cookie
+    /// when one was recorded (an inode alone may have been handed to a newer namespace).
+    pub fn is(&self, recorded: &NsId) -> bool {
+        self.id.dev == recorded.dev
+            && self.id.ino == recorded.ino
+            && recorded
+                .cookie
+                .is_none_or(|c| self.cookie().is_ok_and(|mine| mine == c))
+    }
+
+    /// Identity of this namespace, without its cookie: compare it only with namespaces open
+    /// at the same time (see [`NetNs::is`] for identities kept over time).
     pub fn id(&self) -> NsId {
         self.id
     }
@@ -346,6 +574,74 @@ mod tests {
         let err = NetNs::open(f.path()).unwrap_err();
         assert!(matches!(err, NetNsError::NotANamespace { .. }), "{err}");
         assert!(err.is_gone());
+    }
+
+    #[test]
+    fn a_namespace_is_found_by_identity_after_its_path_is_gone() {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ns");
+        let ns = NetNs::create_at(&path).unwrap();
+        let id = ns.lasting_id().unwrap();
+        // Held by a process living in it, under no path we recorded.
+        let holder = ns
+            .run(|| std::process::Command::new("sleep").arg("30").spawn())
+            .unwrap()
+            .unwrap();
+        drop(ns);
+        NetNs::remove_at(&path).unwrap();
+        assert!(NetNs::open(&path).is_err());
+        let found = NetNs::find(id).expect("found through the process");
+        assert!(found.is(&id));
+        // Held only by an open descriptor (ours, just found).
+        let mut holder = holder;
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        assert!(
+            NetNs::find(id).is_some_and(|n| n.is(&id)),
+            "found through the descriptor"
+        );
+        drop(found);
+        assert!(NetNs::find(id).is_none(), "gone once nothing holds it");
+        // A newer namespace may be handed the dead one's inode; the cookie tells them apart.
+        let p = dir.path().join("newer");
+        let newer = NetNs::create_at(&p).unwrap();
+        let same_inode_old_cookie = NsId {
+            cookie: id.cookie,
+            ..newer.id()
+        };
+        assert!(!newer.is(&same_inode_old_cookie));
+        assert!(newer.is(&newer.lasting_id().unwrap()));
+        assert!(
+            newer.is(&newer.id()),
+            "an identity without cookie compares inodes only"
+        );
+        drop(newer);
+        NetNs::remove_at(&p).unwrap();
+        assert_eq!(unescape_mountinfo("/run/a\\040b"), "/run/a b");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        // Opening it for reading would wait for a writer forever; open must not.
+        let err = NetNs::open(&fifo).unwrap_err();
+        assert!(matches!(err, NetNsError::NotANamespace { .. }), "{err}");
+    }
+
+    #[test]
+    fn namespaces_of_other_types_are_refused() {
+        for (path, kind) in [("/proc/self/ns/mnt", "mnt"), ("/proc/self/ns/user", "user")] {
+            let err = NetNs::open(path).unwrap_err();
+            match &err {
+                NetNsError::WrongType { kind: k, .. } => assert_eq!(k, kind, "{err}"),
+                other => panic!("{path}: {other}"),
+            }
+            assert!(err.to_string().contains("not a network namespace"), "{err}");
+        }
+        NetNs::open("/proc/self/ns/net").unwrap();
     }
 
     #[test]

@@ -18,6 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[cfg(any(test, feature = "fake-sysfs"))]
 pub mod fake;
+pub mod pf_control;
 
 /// Drivers that take a VF away from the kernel network stack (DPDK and friends).
 pub const USERSPACE_DRIVERS: [&str; 3] = ["vfio-pci", "uio_pci_generic", "igb_uio"];
@@ -89,12 +90,13 @@ impl<'de> Deserialize<'de> for PciAddress {
 }
 
 /// True for a name the kernel would accept as an interface name: 1-15 bytes, not `.`/`..`,
-/// no `/`, `:`, whitespace or NUL. Anything else must never become part of a path.
+/// no `/`, `:`, whitespace or NUL, and not `all` or `default` (the names of the per-family
+/// `conf` directories, which the kernel refuses). Anything else must never become part of a
+/// path.
 pub fn is_valid_ifname(name: &str) -> bool {
     !name.is_empty()
         && name.len() < 16
-        && name != "."
-        && name != ".."
+        && !matches!(name, "." | ".." | "all" | "default")
         && !name
             .bytes()
             .any(|b| b == b'/' || b == b':' || b == 0 || b.is_ascii_whitespace())
@@ -297,6 +299,49 @@ impl Sysfs {
             }
         };
         self.pf_at(&pci)
+    }
+
+    /// The PCI function behind network interface `name`, and whether it is a VF (it has a
+    /// `physfn` link) or a physical function.
+    pub fn function_of(&self, name: &str) -> Result<(PciAddress, bool), SriovError> {
+        let not_found = |path: PathBuf| SriovError::PfNotFound {
+            name: name.chars().take(32).collect(),
+            path,
+        };
+        if !is_valid_ifname(name) {
+            return Err(not_found(self.root.join("class/net")));
+        }
+        let path = self.root.join("class/net").join(name).join("device");
+        let target = link_target_name(&path).map_err(|_| not_found(path.clone()))?;
+        let pci = parse_pci(&path, &target)?;
+        let is_vf = self.device_dir(&pci).join("physfn").exists();
+        Ok((pci, is_vf))
+    }
+
+    /// A small attribute of network interface `name` (`class/net/<name>/<attribute>`), trimmed;
+    /// `None` when the interface or the attribute is not there, or the driver refuses to say
+    /// (reading `speed` of a link without carrier fails with EINVAL).
+    pub fn netdev_attribute(&self, name: &str, attribute: &str) -> Option<String> {
+        if !is_valid_ifname(name)
+            || !attribute
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_')
+        {
+            return None;
+        }
+        let text =
+            fs::read_to_string(self.root.join("class/net").join(name).join(attribute)).ok()?;
+        Some(text.trim().to_owned()).filter(|t| !t.is_empty())
+    }
+
+    /// Whether `name` is a switchdev representor (its `phys_port_name` names a VF or a
+    /// subfunction of a PF, as `pf0vf3` or `c1pf0sf2`): a host-side stand-in for a pod's port.
+    pub fn is_representor(&self, name: &str) -> bool {
+        self.netdev_attribute(name, "phys_port_name")
+            .is_some_and(|p| {
+                let p = p.trim_start_matches(|c: char| c == 'c' || c.is_ascii_digit());
+                p.starts_with("pf") && (p.contains("vf") || p.contains("sf"))
+            })
     }
 
     /// The physical function at `pci`.

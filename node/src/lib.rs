@@ -5,8 +5,13 @@
 //!   publishes for workloads and for the agent.
 //! - [`announce`]: gratuitous ARP / unsolicited NA rounds on one interface of one namespace
 //!   (frames from `spinel_wire::garp`, the socket from `hostnet::packet`).
+//! - `lldp` (feature `lldp`): LLDP on a set of ports on tokio, receive and transmit.
+//! - [`nics`]: which interfaces are the node's RoCE NICs, and their link facts.
 //!
 //! Kernel access goes through `hostnet`; this crate decides what to read and what it means.
 
 pub mod announce;
+#[cfg(feature = "lldp")]
+pub mod lldp;
+pub mod nics;
 pub mod roce;

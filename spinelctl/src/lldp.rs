@@ -1,11 +1,11 @@
 //! `spinelctl lldp ...`: listen for LLDP neighbours; advertise this host or an emulated switch.
 //!
-//! Sockets are opened inside the namespace given by `--netns` and used from this thread after
-//! it returns to its own namespace. SIGINT and SIGTERM are taken through a signalfd so both
-//! commands end cleanly: `listen` prints what it has, `send` sends its shutdown LLDPDU.
+//! Both run `spinel_node::lldp`'s loop, the one the fabric agent runs. Sockets are opened inside
+//! the namespace given by `--netns` before the loop starts. SIGINT and SIGTERM end both
+//! commands cleanly: `listen` prints what it has, `send` sends its shutdown LLDPDU.
 
 use std::net::IpAddr;
-use std::os::fd::AsFd;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -13,13 +13,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use hostnet::netns::NetNs;
 use hostnet::packet::PacketSocket;
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{SigSet, Signal};
-use nix::sys::signalfd::{SfdFlags, SignalFd};
+use spinel_node::lldp::{Advert, Event, LldpPorts, open_ports};
 use spinel_wire::MacAddr;
 use spinel_wire::lldp::frame::{DEFAULT_MAX_LLDPDU, LldpFrame, LldpGroup, VlanTag};
 use spinel_wire::lldp::remote::{DEFAULT_MAX_NEIGHBORS, RxOutcome};
-use spinel_wire::lldp::{LocalSystem, RemoteTable, TxSchedule, TxTiming};
+use spinel_wire::lldp::{LocalSystem, TxTiming};
 use spinel_wire::neighbor::{
     AppPriority, AppSelector, Capabilities, Capability, ChassisIdSubtype, Dcbx, EtsConfiguration,
     ManagementAddress, Neighbor, NeighborTable, Observer, PfcConfiguration, PortIdSubtype, Role,
@@ -237,15 +235,8 @@ fn open_netns(netns: Option<&str>) -> anyhow::Result<NetNs> {
 
 fn open_sockets(target: &Target) -> anyhow::Result<Vec<PacketSocket>> {
     let ns = open_netns(target.netns.as_deref())?;
-    target
-        .ifaces
-        .iter()
-        .map(|iface| {
-            PacketSocket::lldp(&ns, iface).with_context(|| {
-                format!("cannot open an LLDP socket on {iface} (raw sockets need CAP_NET_RAW)")
-            })
-        })
-        .collect()
+    open_ports(&ns, &target.ifaces)
+        .context("cannot open an LLDP socket (raw sockets need CAP_NET_RAW; check --iface)")
 }
 
 fn hostname() -> String {
@@ -259,95 +250,79 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
         .with_context(|| format!("{flag} {value}: expected a non-negative number of seconds"))
 }
 
-/// SIGINT and SIGTERM as a pollable descriptor, so they end the loops cleanly.
-fn stop_signals() -> anyhow::Result<SignalFd> {
-    let mut mask = SigSet::empty();
-    mask.add(Signal::SIGINT);
-    mask.add(Signal::SIGTERM);
-    mask.thread_block().context("cannot block SIGINT/SIGTERM")?;
-    SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
-        .context("cannot create a signalfd")
+/// Completes on SIGINT or SIGTERM, or at `deadline` if there is one.
+async fn stopped(deadline: Option<Instant>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without signal handlers the deadline (or the default action) still ends us.
+        return match deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        };
+    };
+    let at_deadline = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+        () = at_deadline => {}
+    }
 }
 
-fn poll_timeout(until: Instant) -> PollTimeout {
-    let left = until.saturating_duration_since(Instant::now());
-    // Round up so we never wake just before the deadline and spin.
-    PollTimeout::try_from(left.as_millis().saturating_add(1)).unwrap_or(PollTimeout::MAX)
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the event loop")
 }
 
 fn listen(args: &ListenArgs) -> anyhow::Result<ExitCode> {
     let sockets = open_sockets(&args.target)?;
-    let signals = stop_signals()?;
-    let mut table = RemoteTable::new(args.max_neighbors);
-    for s in &sockets {
-        table.add_port(s.ifname());
-    }
     let deadline = Instant::now() + seconds(args.duration, "--for")?;
-    let mut buf = vec![0u8; 65536];
-    loop {
-        let now = Instant::now();
-        table.expire(now);
-        if now >= deadline || args.until_neighbors.is_some_and(|n| table.len() >= n) {
-            break;
-        }
-        let wake = table.next_expiry().map_or(deadline, |e| e.min(deadline));
-        let mut fds: Vec<PollFd<'_>> = sockets
-            .iter()
-            .map(|s| PollFd::new(s.as_fd(), PollFlags::POLLIN))
-            .collect();
-        fds.push(PollFd::new(signals.as_fd(), PollFlags::POLLIN));
-        match poll(&mut fds, poll_timeout(wake)) {
-            Ok(_) | Err(nix::Error::EINTR) => {}
-            Err(e) => return Err(e).context("poll on the LLDP sockets"),
-        }
-        if signals
-            .read_signal()
-            .context("read the signalfd")?
-            .is_some()
-        {
-            break;
-        }
-        for s in &sockets {
-            while let Some(r) = s.try_recv(&mut buf)? {
-                let frame = buf.get(..r.len).unwrap_or_default();
-                if let RxOutcome::Discarded(e) =
-                    table.receive_frame(s.ifname(), frame, Instant::now())
+    let snapshot = runtime()?.block_on(async {
+        let mut ports = LldpPorts::new(sockets, args.max_neighbors)?;
+        let until = args.until_neighbors;
+        ports
+            .run(stopped(Some(deadline)), |event, table| {
+                if let Event::Received {
+                    port,
+                    outcome: RxOutcome::Discarded(e),
+                } = event
                 {
                     eprintln!(
-                        "spinelctl: discarded LLDP frame on {}: {}",
-                        s.ifname(),
-                        error_chain(&e)
+                        "spinelctl: discarded LLDP frame on {port}: {:#}",
+                        anyhow::Error::new(e.clone())
                     );
                 }
-            }
-        }
-    }
-    let observer = Observer {
-        name: args.node_name.clone().unwrap_or_else(hostname),
-        chassis_id: None,
-        role: Some(match args.role {
-            RoleArg::Host => Role::Host,
-            RoleArg::Switch => Role::Switch,
-        }),
-    };
-    let snapshot = table.snapshot(observer, Instant::now());
+                match until {
+                    Some(n) if table.len() >= n => ControlFlow::Break(()),
+                    _ => ControlFlow::Continue(()),
+                }
+            })
+            .await?;
+        let observer = Observer {
+            name: args.node_name.clone().unwrap_or_else(hostname),
+            chassis_id: None,
+            role: Some(match args.role {
+                RoleArg::Host => Role::Host,
+                RoleArg::Switch => Role::Switch,
+            }),
+        };
+        anyhow::Ok(ports.table().snapshot(observer, Instant::now()))
+    })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&snapshot)?);
     } else {
         print!("{}", render_table(&snapshot));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(inner) = source {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    s
 }
 
 fn subtype_name<T: serde::Serialize>(t: &T) -> String {
@@ -541,6 +516,15 @@ fn local_system(
     };
     l.port_id.value = l.port_id.value.replace("{iface}", iface);
     l.port_description = l.port_description.map(|d| d.replace("{iface}", iface));
+    apply_identity(args, iface, &mut l);
+    apply_capabilities(args, &mut l);
+    apply_port_facts(args, socket, &mut l)?;
+    apply_dcbx(args, &mut l)?;
+    Ok(l)
+}
+
+/// Chassis, port and system identity flags.
+fn apply_identity(args: &SendArgs, iface: &str, l: &mut LocalSystem) {
     if let Some(v) = &args.chassis_id {
         l.chassis_id.value = v.clone();
     }
@@ -578,29 +562,42 @@ fn local_system(
     if let Some(v) = &args.system_description {
         l.system_description = Some(v.clone());
     }
-    if !args.capabilities.is_empty() {
-        let caps: Vec<Capability> = args
-            .capabilities
-            .iter()
-            .map(|c| match c {
-                CapabilityArg::Other => Capability::Other,
-                CapabilityArg::Repeater => Capability::Repeater,
-                CapabilityArg::Bridge => Capability::Bridge,
-                CapabilityArg::Wlan => Capability::WlanAccessPoint,
-                CapabilityArg::Router => Capability::Router,
-                CapabilityArg::Telephone => Capability::Telephone,
-                CapabilityArg::Docsis => Capability::Docsis,
-                CapabilityArg::Station => Capability::Station,
-                CapabilityArg::CVlan => Capability::CVlan,
-                CapabilityArg::SVlan => Capability::SVlan,
-                CapabilityArg::Tpmr => Capability::Tpmr,
-            })
-            .collect();
-        l.capabilities = Some(Capabilities {
-            supported: caps.clone(),
-            enabled: caps,
-        });
+}
+
+/// `--capabilities`: supported and enabled alike.
+fn apply_capabilities(args: &SendArgs, l: &mut LocalSystem) {
+    if args.capabilities.is_empty() {
+        return;
     }
+    let caps: Vec<Capability> = args
+        .capabilities
+        .iter()
+        .map(|c| match c {
+            CapabilityArg::Other => Capability::Other,
+            CapabilityArg::Repeater => Capability::Repeater,
+            CapabilityArg::Bridge => Capability::Bridge,
+            CapabilityArg::Wlan => Capability::WlanAccessPoint,
+            CapabilityArg::Router => Capability::Router,
+            CapabilityArg::Telephone => Capability::Telephone,
+            CapabilityArg::Docsis => Capability::Docsis,
+            CapabilityArg::Station => Capability::Station,
+            CapabilityArg::CVlan => Capability::CVlan,
+            CapabilityArg::SVlan => Capability::SVlan,
+            CapabilityArg::Tpmr => Capability::Tpmr,
+        })
+        .collect();
+    l.capabilities = Some(Capabilities {
+        supported: caps.clone(),
+        enabled: caps,
+    });
+}
+
+/// Management addresses, frame size and VLANs of the port.
+fn apply_port_facts(
+    args: &SendArgs,
+    socket: &PacketSocket,
+    l: &mut LocalSystem,
+) -> anyhow::Result<()> {
     for addr in &args.mgmt_addrs {
         l.management_addresses.push(ManagementAddress {
             family: if addr.is_ipv4() { 1 } else { 2 },
@@ -627,6 +624,11 @@ fn local_system(
             name: name.to_owned(),
         });
     }
+    Ok(())
+}
+
+/// DCBX: PFC, application priorities and ETS.
+fn apply_dcbx(args: &SendArgs, l: &mut LocalSystem) -> anyhow::Result<()> {
     if let Some(p) = &args.pfc {
         l.dcbx.pfc = Some(PfcConfiguration {
             willing: args.willing,
@@ -643,53 +645,53 @@ fn local_system(
                 .collect::<anyhow::Result<_>>()?,
         );
     }
-    if let Some(tc) = &args.ets_priority_tc {
-        let priority_tc = eight(
-            "--ets-priority-tc",
-            parse_list("--ets-priority-tc", tc, |s| s.parse().ok())?,
-        )?;
-        let tc_bandwidth = match &args.ets_bandwidth {
-            Some(b) => eight(
-                "--ets-bandwidth",
-                parse_list("--ets-bandwidth", b, |s| s.parse().ok())?,
-            )?,
-            None => bail!("--ets-priority-tc needs --ets-bandwidth"),
-        };
-        let tsa = match &args.ets_tsa {
-            Some(t) => eight(
-                "--ets-tsa",
-                parse_list("--ets-tsa", t, |s| match s {
-                    "strict" => Some(Tsa::Strict),
-                    "cbs" => Some(Tsa::CreditBasedShaper),
-                    "ets" => Some(Tsa::Ets),
-                    "vendor" => Some(Tsa::VendorSpecific),
-                    _ => None,
-                })?,
-            )?,
-            None => tc_bandwidth.map(|b| if b > 0 { Tsa::Ets } else { Tsa::Strict }),
-        };
-        l.dcbx.ets_configuration = Some(EtsConfiguration {
-            willing: args.willing,
-            cbs: false,
-            max_tcs: 8,
-            priority_tc,
-            tc_bandwidth,
-            tsa,
-        });
-    } else if args.ets_bandwidth.is_some() || args.ets_tsa.is_some() {
-        bail!("--ets-bandwidth and --ets-tsa need --ets-priority-tc");
-    }
-    Ok(l)
+    let Some(tc) = &args.ets_priority_tc else {
+        if args.ets_bandwidth.is_some() || args.ets_tsa.is_some() {
+            bail!("--ets-bandwidth and --ets-tsa need --ets-priority-tc");
+        }
+        return Ok(());
+    };
+    let priority_tc = eight(
+        "--ets-priority-tc",
+        parse_list("--ets-priority-tc", tc, |s| s.parse().ok())?,
+    )?;
+    let tc_bandwidth = match &args.ets_bandwidth {
+        Some(b) => eight(
+            "--ets-bandwidth",
+            parse_list("--ets-bandwidth", b, |s| s.parse().ok())?,
+        )?,
+        None => bail!("--ets-priority-tc needs --ets-bandwidth"),
+    };
+    let tsa = match &args.ets_tsa {
+        Some(t) => eight(
+            "--ets-tsa",
+            parse_list("--ets-tsa", t, |s| match s {
+                "strict" => Some(Tsa::Strict),
+                "cbs" => Some(Tsa::CreditBasedShaper),
+                "ets" => Some(Tsa::Ets),
+                "vendor" => Some(Tsa::VendorSpecific),
+                _ => None,
+            })?,
+        )?,
+        None => tc_bandwidth.map(|b| if b > 0 { Tsa::Ets } else { Tsa::Strict }),
+    };
+    l.dcbx.ets_configuration = Some(EtsConfiguration {
+        willing: args.willing,
+        cbs: false,
+        max_tcs: 8,
+        priority_tc,
+        tc_bandwidth,
+        tsa,
+    });
+    Ok(())
 }
 
-fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
-    let timing = TxTiming {
-        tx_interval: args.tx_interval,
-        tx_hold: args.tx_hold,
-        ..TxTiming::default()
-    };
-    timing.validate().context("invalid timers")?;
-    let sockets = open_sockets(&args.target)?;
+/// The frame and its shutdown frame for every socket.
+fn adverts(
+    args: &SendArgs,
+    sockets: &[PacketSocket],
+    timing: TxTiming,
+) -> anyhow::Result<Vec<Advert>> {
     let chassis_mac = MacAddr(sockets.first().map(PacketSocket::mac).unwrap_or_default());
     let destination = match args.destination {
         DestinationArg::Bridge => LldpGroup::NearestBridge,
@@ -701,38 +703,54 @@ fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
         dei: false,
         vid,
     });
-    let mut ports = Vec::new();
-    for socket in &sockets {
-        let local = local_system(args, socket, chassis_mac)?;
-        let lldpdu = local
-            .lldpdu(timing.ttl())
-            .with_context(|| format!("cannot advertise on {}", socket.ifname()))?;
-        let frame = LldpFrame {
-            destination,
-            source: MacAddr(socket.mac()),
-            vlan,
-            lldpdu,
-        };
-        let shutdown = LldpFrame {
-            lldpdu: frame.lldpdu.shutdown(),
-            ..frame.clone()
-        };
-        let wire = frame
-            .to_vec(DEFAULT_MAX_LLDPDU)
-            .context("encode the LLDP frame")?;
-        let shutdown_wire = shutdown
-            .to_vec(DEFAULT_MAX_LLDPDU)
-            .context("encode the shutdown frame")?;
-        ports.push((socket, wire, shutdown_wire));
-    }
+    sockets
+        .iter()
+        .map(|socket| {
+            let local = local_system(args, socket, chassis_mac)?;
+            let lldpdu = local
+                .lldpdu(timing.ttl())
+                .with_context(|| format!("cannot advertise on {}", socket.ifname()))?;
+            let frame = LldpFrame {
+                destination,
+                source: MacAddr(socket.mac()),
+                vlan,
+                lldpdu,
+            };
+            let shutdown = LldpFrame {
+                lldpdu: frame.lldpdu.shutdown(),
+                ..frame.clone()
+            };
+            Ok(Advert {
+                frame: frame
+                    .to_vec(DEFAULT_MAX_LLDPDU)
+                    .context("encode the LLDP frame")?,
+                shutdown: shutdown
+                    .to_vec(DEFAULT_MAX_LLDPDU)
+                    .context("encode the shutdown frame")?,
+                timing,
+            })
+        })
+        .collect()
+}
+
+fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
+    let timing = TxTiming {
+        tx_interval: args.tx_interval,
+        tx_hold: args.tx_hold,
+        ..TxTiming::default()
+    };
+    timing.validate().context("invalid timers")?;
+    let sockets = open_sockets(&args.target)?;
+    let adverts = adverts(args, &sockets, timing)?;
     if args.dry_run {
-        for (socket, wire, _) in &ports {
-            let decoded = spinel_wire::lldp::decode_frame(wire).context("decode our own frame")?;
-            let hex: Vec<String> = wire.iter().map(|b| format!("{b:02x}")).collect();
+        for (socket, advert) in sockets.iter().zip(&adverts) {
+            let decoded =
+                spinel_wire::lldp::decode_frame(&advert.frame).context("decode our own frame")?;
+            let hex: Vec<String> = advert.frame.iter().map(|b| format!("{b:02x}")).collect();
             println!(
                 "# {}: {} octets\n{}",
                 socket.ifname(),
-                wire.len(),
+                advert.frame.len(),
                 hex.join(" ")
             );
             println!(
@@ -742,62 +760,30 @@ fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let signals = stop_signals()?;
-    let start = Instant::now();
     let deadline = args
         .duration
         .map(|d| seconds(d, "--for"))
         .transpose()?
-        .map(|d| start + d);
-    let mut schedules = ports
-        .iter()
-        .map(|_| TxSchedule::start(timing, start))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (socket, _, _) in &ports {
-        eprintln!(
-            "spinelctl: advertising on {} every {} s, TTL {}",
-            socket.ifname(),
-            timing.tx_interval,
-            timing.ttl()
-        );
-    }
-    loop {
+        .map(|d| Instant::now() + d);
+    let names: Vec<String> = sockets.iter().map(|s| s.ifname().to_owned()).collect();
+    runtime()?.block_on(async {
+        let mut ports = LldpPorts::new(sockets, DEFAULT_MAX_NEIGHBORS)?;
         let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            break;
+        for (name, advert) in names.iter().zip(adverts) {
+            ports
+                .advertise(name, advert, now)
+                .map_err(anyhow::Error::msg)?;
+            eprintln!(
+                "spinelctl: advertising on {name} every {} s, TTL {}",
+                timing.tx_interval,
+                timing.ttl()
+            );
         }
-        for ((socket, wire, _), schedule) in ports.iter().zip(&mut schedules) {
-            if schedule.poll(now).is_some() {
-                socket.send(wire)?;
-            }
-        }
-        let mut wake = schedules
-            .iter()
-            .filter_map(TxSchedule::next_due)
-            .min()
-            .unwrap_or(now + Duration::from_secs(1));
-        if let Some(d) = deadline {
-            wake = wake.min(d);
-        }
-        let mut fds = [PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-        match poll(&mut fds, poll_timeout(wake)) {
-            Ok(_) | Err(nix::Error::EINTR) => {}
-            Err(e) => return Err(e).context("poll"),
-        }
-        if signals
-            .read_signal()
-            .context("read the signalfd")?
-            .is_some()
-        {
-            break;
-        }
-    }
-    for ((socket, _, shutdown), schedule) in ports.iter().zip(&mut schedules) {
-        if schedule.stop() {
-            socket.send(shutdown)?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+        ports
+            .run(stopped(deadline), |_, _| ControlFlow::Continue(()))
+            .await?;
+        anyhow::Ok(ExitCode::SUCCESS)
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use hostnet::netlink::RouteSocket;
 use hostnet::netns::NetNs;
 
 use crate::config::Config;
-use crate::ipam::{Ipam, Target};
+use crate::ipam::Target;
 use crate::ipconfig;
 use crate::journal::{AttachmentKey, DeviceRecord, Phase};
 use crate::node::{Node, journal_error};
@@ -16,7 +16,7 @@ use crate::sysctls;
 
 /// Runs CHECK.
 pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), CniError> {
-    let node = Node::open(settings)?;
+    let mut node = Node::open(settings)?;
     let key = AttachmentKey {
         container_id: inv.container_id.clone(),
         ifname: inv.ifname.clone(),
@@ -53,7 +53,7 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
         CniError::caused(ErrorCode::InvalidEnvironment, format!("CNI_NETNS: {e}"), &e)
     })?;
     let mut drift = Vec::new();
-    if Some(pod_ns.id()) != record.netns_id {
+    if !record.netns_id.is_some_and(|id| pod_ns.is(&id)) {
         drift.push(format!(
             "CNI_NETNS {} is not the namespace ADD used",
             netns.display()
@@ -69,13 +69,8 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
     let kernel = |e: hostnet::netlink::NetlinkError| {
         CniError::caused(ErrorCode::Kernel, "cannot read the pod's interfaces", &e)
     };
-    let (marker, what) = match &record.device {
-        DeviceRecord::Vf(vf) => (crate::vf::marker(&vf.pci), format!("VF {}", vf.pci)),
-        DeviceRecord::Macvlan(_) => (
-            crate::macvlan::marker(&key),
-            format!("the macvlan of {key}"),
-        ),
-    };
+    let kind = record.device.kind();
+    let (marker, what) = (kind.marker(&key), kind.describe(&key));
     let expected = recorded
         .interfaces
         .iter()
@@ -133,6 +128,7 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
             }
         }
     }
+    drift.extend(record.device.kind().drift(&mut node));
     if let Some(prev) = &config.conf.prev_result
         && let Ok(prev) = CniResult::from_json(prev)
         && !prev.interfaces.iter().any(|i| i.name == inv.ifname)
@@ -152,11 +148,8 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
             netns: inv.netns.as_deref(),
             cni_args: inv.raw_args.as_deref(),
         };
-        Ipam::find(kind, &inv.path, node.journal.dir())?.check(
-            &config.raw,
-            config.version(),
-            &target,
-        )?;
+        node.ipam(kind, &inv.path)?
+            .check(&config.raw, config.version(), &target)?;
     }
     Ok(())
 }
@@ -175,7 +168,7 @@ fn gid_drift(
     ) else {
         return vec!["the recorded RoCE details are incomplete".into()];
     };
-    let (devices, exclusive) = device.rdma();
+    let (devices, exclusive) = device.kind().rdma();
     let zero = std::time::Duration::ZERO;
     let found = if exclusive {
         pod_ns

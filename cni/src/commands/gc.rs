@@ -4,13 +4,12 @@
 use std::collections::BTreeSet;
 
 use crate::config::Config;
-use crate::ipam::Ipam;
 use crate::journal::AttachmentKey;
 use crate::node::{Node, journal_error};
 use crate::settings::Settings;
 use crate::spec::env::Invocation;
 use crate::spec::{CniError, ErrorCode};
-use crate::teardown::teardown;
+use crate::teardown::{retry_pending_releases, teardown};
 
 /// Runs GC.
 pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), CniError> {
@@ -32,13 +31,14 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
         .iter()
         .filter(|r| r.network == config.conf.name && !valid.contains(&r.key))
     {
-        let result = node
-            .journal
-            .lock_device(record, node.settings.lock_timeout())
+        let result = record
+            .device
+            .kind()
+            .lock(&node.journal, &record.key, node.settings.lock_timeout())
             .map_err(journal_error)
             .and_then(
                 |_lock| match node.journal.load(&record.key).map_err(journal_error)? {
-                    Some(fresh) => teardown(&mut node, &fresh, &inv.path),
+                    Some(fresh) => teardown(&mut node, &fresh, &inv.path).map(drop),
                     None => Ok(()),
                 },
             );
@@ -58,8 +58,13 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
                 .map_err(journal_error)?;
         }
     }
+    let pending = retry_pending_releases(&node, &inv.path, None);
+    if pending > 0 {
+        tracing::warn!(pending, "address releases still pending after GC's retry");
+    }
     if let Some(kind) = config.conf.ipam_type()
-        && let Err(e) = Ipam::find(kind, &inv.path, node.journal.dir())
+        && let Err(e) = node
+            .ipam(kind, &inv.path)
             .and_then(|ipam| ipam.forward_if_supported("GC", &config.raw))
     {
         failures.push(e.msg);

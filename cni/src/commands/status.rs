@@ -4,11 +4,11 @@ use std::fs;
 use std::os::unix::fs::OpenOptionsExt;
 
 use crate::config::{Config, NetnsRequirement};
-use crate::ipam::Ipam;
 use crate::node::Node;
 use crate::settings::Settings;
 use crate::spec::env::Invocation;
 use crate::spec::{CniError, ErrorCode};
+use crate::teardown::retry_pending_releases;
 
 fn unavailable(msg: impl Into<String>) -> CniError {
     CniError::new(ErrorCode::NotAvailable, msg)
@@ -58,8 +58,18 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
     if config.conf.rdma.netns_mode != NetnsRequirement::Any {
         crate::roce::netns_mode(config.conf.rdma.netns_mode).map_err(|e| unavailable(e.msg))?;
     }
+    // Pending address releases are retried here too; they never make the plugin unavailable
+    // (ADD works), but they are logged and counted in the journal's counters.
+    let pending = retry_pending_releases(&node, &inv.path, None);
+    if pending > 0 {
+        tracing::warn!(
+            pending,
+            "address releases are pending: the IPAM plugin keeps refusing them (see the journal's releases/)"
+        );
+    }
     if let Some(kind) = config.conf.ipam_type() {
-        let ipam = Ipam::find(kind, &inv.path, node.journal.dir())
+        let ipam = node
+            .ipam(kind, &inv.path)
             .map_err(|e| unavailable(format!("IPAM not ready: {}", e.msg)))?;
         ipam.forward_if_supported("STATUS", &config.raw)
             .map_err(|e| unavailable(format!("IPAM not ready: {}", e.msg)))?;

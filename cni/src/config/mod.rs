@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use hostnet::netlink::{VfLinkMode, VlanProto};
 use hostnet::sriov::{PciAddress, is_valid_ifname};
 use serde::Deserialize;
 use serde_json::Value;
 use spinel_wire::MacAddr;
 
+use crate::spec::result::CniResult;
 use crate::spec::{CniError, ErrorCode, Version};
 
 mod pod;
@@ -34,10 +36,10 @@ pub struct NetConf {
     pub plugin_type: String,
     /// VF PCI address (set by Multus from the device plugin's allocation).
     #[serde(rename = "deviceID", default)]
-    pub device_id: Option<String>,
+    pub device_id: Option<PciAddress>,
     /// Same as `deviceID`; Multus injects both.
     #[serde(rename = "pciBusID", default)]
-    pub pci_bus_id: Option<String>,
+    pub pci_bus_id: Option<PciAddress>,
     /// PF netdev, with `vfIndex`: an alternative to `deviceID` for static setups.
     #[serde(default)]
     pub pf_name: Option<String>,
@@ -49,7 +51,7 @@ pub struct NetConf {
     pub mtu: Option<u32>,
     /// MAC for the pod interface.
     #[serde(default)]
-    pub mac: Option<String>,
+    pub mac: Option<MacAddr>,
     /// VLAN the PF inserts for the VF (0-4094; 0: none).
     #[serde(default)]
     pub vlan: Option<u16>,
@@ -58,16 +60,16 @@ pub struct NetConf {
     pub vlan_qos: Option<u8>,
     /// `802.1Q` or `802.1ad`; needs `vlan`.
     #[serde(default)]
-    pub vlan_proto: Option<String>,
+    pub vlan_proto: Option<VlanProto>,
     /// MAC/VLAN spoof checking, `on` or `off` (default `on`).
     #[serde(default)]
-    pub spoofchk: Option<String>,
+    pub spoofchk: Option<OnOff>,
     /// Trusted VF, `on` or `off` (default `off`).
     #[serde(default)]
-    pub trust: Option<String>,
+    pub trust: Option<OnOff>,
     /// VF link state: `auto`, `enable` or `disable` (default `auto`).
     #[serde(default)]
-    pub link_state: Option<String>,
+    pub link_state: Option<VfLinkMode>,
     /// Minimum TX rate in Mbit/s (default 0: none).
     #[serde(default)]
     pub min_tx_rate: Option<u32>,
@@ -78,6 +80,10 @@ pub struct NetConf {
     /// `pfName` inside the pod and share the PF's RDMA device.
     #[serde(default)]
     pub mode: AttachMode,
+    /// macvlan mode: accept a master that is not a PF with an RDMA device (a VF's netdev, a
+    /// NIC without RoCE). Off by default.
+    #[serde(default)]
+    pub allow_non_rdma_master: bool,
     /// Per-interface sysctls inside the pod.
     #[serde(default)]
     pub sysctls: Sysctls,
@@ -133,10 +139,10 @@ pub enum AttachMode {
 pub struct RuntimeConfig {
     /// Capability `deviceID`.
     #[serde(rename = "deviceID", default)]
-    pub device_id: Option<String>,
+    pub device_id: Option<PciAddress>,
     /// Capability `mac`.
     #[serde(default)]
-    pub mac: Option<String>,
+    pub mac: Option<MacAddr>,
     /// Capability `ips`, for the IPAM plugin.
     #[serde(default)]
     pub ips: Option<Value>,
@@ -160,10 +166,10 @@ pub struct Args {
 pub struct CniArgsSection {
     /// VF PCI address.
     #[serde(rename = "deviceID", default)]
-    pub device_id: Option<String>,
+    pub device_id: Option<PciAddress>,
     /// MAC for the pod interface.
     #[serde(default)]
-    pub mac: Option<String>,
+    pub mac: Option<MacAddr>,
     /// Static addresses, for the IPAM plugin.
     #[serde(default)]
     pub ips: Option<Value>,
@@ -258,6 +264,22 @@ impl Config {
             }
         })?;
         conf.validate()?;
+        if let Some(prev) = &conf.prev_result {
+            // A struct would also deserialize from a JSON array; a result is an object.
+            let decoded = if prev.is_object() {
+                CniResult::from_json(prev)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            } else {
+                Err("a result is a JSON object".to_owned())
+            };
+            if let Err(e) = decoded {
+                return Err(CniError::new(
+                    ErrorCode::Decode,
+                    format!("prevResult does not decode: {e}"),
+                ));
+            }
+        }
         Ok(Self { conf, raw })
     }
 
@@ -301,26 +323,6 @@ impl NetConf {
                 "name: {:?} is not a valid network name (alphanumeric first, then alphanumerics, '_', '-', '.')",
                 self.name.chars().take(64).collect::<String>()
             )));
-        }
-        for (field, value) in [
-            ("deviceID", &self.device_id),
-            ("pciBusID", &self.pci_bus_id),
-            (
-                "runtimeConfig.deviceID",
-                &self
-                    .runtime_config
-                    .as_ref()
-                    .and_then(|r| r.device_id.clone()),
-            ),
-            (
-                "args.cni.deviceID",
-                &self.args_cni().and_then(|a| a.device_id.clone()),
-            ),
-        ] {
-            if let Some(v) = value {
-                v.parse::<PciAddress>()
-                    .map_err(|e| invalid(format!("{field}: {e}")))?;
-            }
         }
         match (&self.pf_name, self.vf_index) {
             (Some(pf), Some(_)) if !is_valid_ifname(pf) => {
@@ -371,6 +373,9 @@ impl NetConf {
                 ));
             }
         }
+        if self.allow_non_rdma_master && self.mode != AttachMode::Macvlan {
+            return Err(invalid("allowNonRdmaMaster: only used in macvlan mode"));
+        }
         if let Some(i) = self.vf_index
             && i > 4095
         {
@@ -382,26 +387,27 @@ impl NetConf {
             return Err(invalid(format!("mtu: {mtu} is out of range (68-65535)")));
         }
         for (field, value) in [
-            ("mac", self.mac.as_deref()),
+            ("mac", self.mac),
             (
                 "runtimeConfig.mac",
-                self.runtime_config.as_ref().and_then(|r| r.mac.as_deref()),
+                self.runtime_config.as_ref().and_then(|r| r.mac),
             ),
-            (
-                "args.cni.mac",
-                self.args_cni().and_then(|a| a.mac.as_deref()),
-            ),
+            ("args.cni.mac", self.args_cni().and_then(|a| a.mac)),
         ] {
-            if let Some(v) = value {
-                let mac: MacAddr = v.parse().map_err(|e| invalid(format!("{field}: {e}")))?;
-                if !mac.is_valid_unicast() {
-                    return Err(invalid(format!("{field}: {mac} is not a unicast address")));
-                }
+            if let Some(mac) = value
+                && !mac.is_valid_unicast()
+            {
+                return Err(invalid(format!("{field}: {mac} is not a unicast address")));
             }
         }
         if let Some(ipam) = &self.ipam {
             let kind = ipam.get("type").and_then(Value::as_str);
             match kind {
+                Some("spinel") => {
+                    return Err(invalid(
+                        "ipam.type: spinel is not an IPAM plugin; name one (host-local, static, whereabouts, ...)",
+                    ));
+                }
                 Some(k) if is_valid_plugin_name(k) => {}
                 Some(k) => {
                     return Err(invalid(format!(
@@ -446,30 +452,49 @@ impl NetConf {
     }
 
     /// The MAC to set: `runtimeConfig.mac` over `args.cni.mac` over `CNI_ARGS` `MAC` over
-    /// `mac` (the CNI conventions' precedence).
+    /// `mac` (the CNI conventions' precedence, as sriov-cni applies it: what the runtime asks for
+    /// per attachment wins over the network's default).
     pub fn requested_mac(&self, cni_args_mac: Option<&str>) -> Result<Option<MacAddr>, CniError> {
-        let from_args = self.args_cni().and_then(|a| a.mac.as_deref());
-        let chosen = self
+        let from_args = self.args_cni().and_then(|a| a.mac);
+        let from_cni_args = match cni_args_mac {
+            // CNI_ARGS only counts when the configuration carries no `args` section.
+            Some(text) if self.args.is_none() => {
+                let mac: MacAddr = text
+                    .parse()
+                    .map_err(|e| invalid(format!("CNI_ARGS MAC: {e}")))?;
+                if !mac.is_valid_unicast() {
+                    return Err(invalid(format!(
+                        "CNI_ARGS MAC: {mac} is not a unicast address"
+                    )));
+                }
+                Some(mac)
+            }
+            _ => None,
+        };
+        Ok(self
             .runtime_config
             .as_ref()
-            .and_then(|r| r.mac.as_deref())
+            .and_then(|r| r.mac)
             .or(from_args)
-            .or(if self.args.is_some() {
-                None
-            } else {
-                cni_args_mac
-            })
-            .or(self.mac.as_deref());
-        match chosen {
-            Some(text) => {
-                let mac: MacAddr = text.parse().map_err(|e| invalid(format!("MAC: {e}")))?;
-                if !mac.is_valid_unicast() {
-                    return Err(invalid(format!("MAC: {mac} is not a unicast address")));
-                }
-                Ok(Some(mac))
-            }
-            None => Ok(None),
-        }
+            .or(from_cni_args)
+            .or(self.mac))
+    }
+}
+
+/// `on` or `off`, as sriov-cni's configuration spells switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+impl OnOff {
+    /// Whether the switch is on.
+    pub fn is_on(self) -> bool {
+        self == Self::On
     }
 }
 

@@ -3,7 +3,7 @@
 use hostnet::netlink::{VfLinkMode, VfSettings, VlanProto};
 use spinel_wire::MacAddr;
 
-use super::{NetConf, invalid};
+use super::{NetConf, OnOff, invalid};
 use crate::spec::CniError;
 
 /// The PF-side VF attributes a configuration asks for, validated.
@@ -45,17 +45,6 @@ impl VfAttributes {
     }
 }
 
-fn on_off(field: &str, value: Option<&str>, default: bool) -> Result<bool, CniError> {
-    match value {
-        None => Ok(default),
-        Some("on") => Ok(true),
-        Some("off") => Ok(false),
-        Some(other) => Err(invalid(format!(
-            "{field}: {other:?} must be \"on\" or \"off\""
-        ))),
-    }
-}
-
 impl NetConf {
     /// The PF-side attributes to set on every ADD: what the configuration asks for, and the
     /// defaults for everything it leaves out, so nothing a previous pod left behind survives.
@@ -79,34 +68,11 @@ impl NetConf {
         if qos != 0 && vlan == 0 {
             return Err(invalid("vlanQoS: a priority needs a VLAN other than 0"));
         }
-        let proto = match self
-            .vlan_proto
-            .as_deref()
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            None | Some("802.1q") => VlanProto::Dot1Q,
-            Some("802.1ad") if vlan == 0 => {
-                return Err(invalid("vlanProto: 802.1ad needs a VLAN other than 0"));
-            }
-            Some("802.1ad") => VlanProto::Dot1Ad,
-            Some(_) => {
-                return Err(invalid(format!(
-                    "vlanProto: {:?} must be \"802.1Q\" or \"802.1ad\"",
-                    self.vlan_proto.as_deref().unwrap_or_default()
-                )));
-            }
-        };
-        let link_state = match self.link_state.as_deref() {
-            None | Some("auto") => VfLinkMode::Auto,
-            Some("enable") => VfLinkMode::Enable,
-            Some("disable") => VfLinkMode::Disable,
-            Some(other) => {
-                return Err(invalid(format!(
-                    "linkState: {other:?} must be \"auto\", \"enable\" or \"disable\""
-                )));
-            }
-        };
+        let proto = self.vlan_proto.unwrap_or_default();
+        if proto == VlanProto::Dot1Ad && vlan == 0 {
+            return Err(invalid("vlanProto: 802.1ad needs a VLAN other than 0"));
+        }
+        let link_state = self.link_state.unwrap_or_default();
         let min_tx_rate = self.min_tx_rate.unwrap_or(0);
         let max_tx_rate = self.max_tx_rate.unwrap_or(0);
         if max_tx_rate != 0 && min_tx_rate > max_tx_rate {
@@ -118,8 +84,8 @@ impl NetConf {
             vlan,
             qos,
             proto,
-            spoofchk: on_off("spoofchk", self.spoofchk.as_deref(), true)?,
-            trust: on_off("trust", self.trust.as_deref(), false)?,
+            spoofchk: self.spoofchk.is_none_or(OnOff::is_on),
+            trust: self.trust.is_some_and(OnOff::is_on),
             link_state,
             min_tx_rate,
             max_tx_rate,

@@ -118,6 +118,14 @@ impl Invocation {
                 path: Vec::new(),
             });
         }
+        if get(crate::ipam::DELEGATE_ENV).is_some() {
+            // Our own delegate: a network whose ipam.type names spinel (or a link to it) would
+            // otherwise recurse until the VF lock times out.
+            return Err(CniError::new(
+                ErrorCode::InvalidConfig,
+                "ipam.type: spinel was called as its own IPAM plugin; name an IPAM plugin (host-local, static, whereabouts, ...)",
+            ));
+        }
         let per_container = matches!(command, Command::Add | Command::Del | Command::Check);
         // Runtimes set unused variables to "" as often as they leave them out.
         let get = |k: &str| get(k).filter(|v| !v.is_empty());

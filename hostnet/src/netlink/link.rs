@@ -69,11 +69,9 @@ impl Link {
     }
 }
 
+/// The kernel's name for a link kind (`IFLA_INFO_KIND`): what `ip -d link` prints.
 fn kind_name(kind: &InfoKind) -> String {
-    match kind {
-        InfoKind::Other(name) => name.clone(),
-        known => format!("{known:?}").to_lowercase(),
-    }
+    kind.to_string()
 }
 
 /// A set of changes applied to one link in a single `RTM_SETLINK` request.

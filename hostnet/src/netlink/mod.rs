@@ -18,8 +18,8 @@ pub use link::{Link, LinkChange};
 pub use neigh::Neighbour;
 pub use route::Route;
 pub use rule::Rule;
-pub use socket::{NetlinkError, Socket};
-pub use vf::{VfLinkMode, VfSettings, VlanProto};
+pub use socket::{NetlinkError, NetlinkErrorKind, Socket};
+pub use vf::{ParseVfValueError, VfLinkMode, VfSettings, VlanProto};
 
 use netlink_packet_route::RouteNetlinkMessage;
 

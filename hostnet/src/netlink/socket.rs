@@ -22,6 +22,25 @@ pub struct NetlinkError {
     pub kernel_message: Option<String>,
 }
 
+/// The meaning of a failed netlink request, for callers that react to specific answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetlinkErrorKind {
+    /// The object (link name, address, route, rule) already exists (`EEXIST`).
+    AlreadyExists,
+    /// The object does not exist (`ENOENT`, `ESRCH`).
+    NotFound,
+    /// The device does not exist (`ENODEV`).
+    NoDevice,
+    /// The object is in use (`EBUSY`).
+    Busy,
+    /// The driver or kernel does not implement the request (`EOPNOTSUPP`).
+    NotSupported,
+    /// The caller lacks the capability (`EPERM`, `EACCES`).
+    PermissionDenied,
+    /// Anything else, including socket failures.
+    Other,
+}
+
 impl NetlinkError {
     pub(crate) fn io(what: impl Into<String>, source: io::Error) -> Self {
         Self {
@@ -39,6 +58,20 @@ impl NetlinkError {
     /// True for the given errno (`libc::EEXIST`, ...).
     pub fn is(&self, errno: i32) -> bool {
         self.errno() == Some(errno)
+    }
+
+    /// What the kernel's answer means for a caller, so callers outside `hostnet` never
+    /// interpret errnos themselves.
+    pub fn kind(&self) -> NetlinkErrorKind {
+        match self.errno() {
+            Some(libc::EEXIST) => NetlinkErrorKind::AlreadyExists,
+            Some(libc::ENOENT | libc::ESRCH) => NetlinkErrorKind::NotFound,
+            Some(libc::ENODEV) => NetlinkErrorKind::NoDevice,
+            Some(libc::EBUSY) => NetlinkErrorKind::Busy,
+            Some(libc::EOPNOTSUPP) => NetlinkErrorKind::NotSupported,
+            Some(libc::EPERM | libc::EACCES) => NetlinkErrorKind::PermissionDenied,
+            _ => NetlinkErrorKind::Other,
+        }
     }
 
     /// Prefixes the operation description, keeping the kernel's answer.

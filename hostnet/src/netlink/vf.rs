@@ -5,6 +5,7 @@
 //! protocol is 802.1ad), SPOOFCHK, TRUST, LINK_STATE and RATE, in that order.
 
 use std::fmt;
+use std::str::FromStr;
 
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::link::{
@@ -17,21 +18,29 @@ use serde::{Deserialize, Serialize};
 use super::{NetlinkError, RouteSocket};
 use spinel_wire::MacAddr;
 
-/// The VLAN tag protocol the PF inserts for the VF.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// The VLAN tag protocol the PF inserts for the VF, written `802.1Q` or `802.1ad` as iproute2
+/// does (read case-insensitively).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum VlanProto {
     /// 802.1Q (0x8100), the default.
     #[default]
-    #[serde(rename = "802.1Q")]
     Dot1Q,
     /// 802.1ad (0x88a8), QinQ.
-    #[serde(rename = "802.1ad")]
     Dot1Ad,
 }
 
-/// The VF's link state as the PF reports it to the VF.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+impl VlanProto {
+    /// The name iproute2 uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dot1Q => "802.1Q",
+            Self::Dot1Ad => "802.1ad",
+        }
+    }
+}
+
+/// The VF's link state as the PF reports it to the VF: `auto`, `enable` or `disable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum VfLinkMode {
     /// Follow the PF's link (default).
     #[default]
@@ -41,6 +50,77 @@ pub enum VfLinkMode {
     /// Always down.
     Disable,
 }
+
+impl VfLinkMode {
+    /// The name iproute2 uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Enable => "enable",
+            Self::Disable => "disable",
+        }
+    }
+}
+
+/// A name that is not a VLAN protocol or VF link state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{value:?} must be {expected}")]
+pub struct ParseVfValueError {
+    value: String,
+    expected: &'static str,
+}
+
+impl FromStr for VlanProto {
+    type Err = ParseVfValueError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Self::Dot1Q, Self::Dot1Ad]
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| ParseVfValueError {
+                value: s.chars().take(64).collect(),
+                expected: "\"802.1Q\" or \"802.1ad\"",
+            })
+    }
+}
+
+impl FromStr for VfLinkMode {
+    type Err = ParseVfValueError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Self::Auto, Self::Enable, Self::Disable]
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| ParseVfValueError {
+                value: s.chars().take(64).collect(),
+                expected: "\"auto\", \"enable\" or \"disable\"",
+            })
+    }
+}
+
+/// Display, FromStr and serde all use the iproute2 name.
+macro_rules! text_value {
+    ($t:ty) => {
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+text_value!(VlanProto);
+text_value!(VfLinkMode);
 
 /// Every PF-side attribute of one VF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +164,16 @@ impl VfSettings {
             min_tx_rate: 0,
             max_tx_rate: 0,
         }
+    }
+
+    /// The request exactly as [`RouteSocket::set_vf`] sends it (sequence number 0), for
+    /// recordings and for byte-for-byte comparison with iproute2.
+    pub fn request_bytes(&self, pf_index: u32) -> Vec<u8> {
+        super::Socket::<RouteNetlinkMessage>::encode(
+            self.message(pf_index),
+            netlink_packet_core::NLM_F_ACK,
+            0,
+        )
     }
 
     /// The `RTM_NEWLINK` request iproute2 sends for the same settings on PF `pf_index`.
@@ -174,25 +264,18 @@ impl VfSettings {
 /// Renders the settings as `ip link set PF` arguments.
 impl fmt::Display for VfSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let proto = match self.proto {
-            VlanProto::Dot1Q => "802.1Q",
-            VlanProto::Dot1Ad => "802.1ad",
-        };
         let on = |b: bool| if b { "on" } else { "off" };
-        let state = match self.link_state {
-            VfLinkMode::Auto => "auto",
-            VfLinkMode::Enable => "enable",
-            VfLinkMode::Disable => "disable",
-        };
         write!(
             f,
-            "vf {} mac {} vlan {} qos {} proto {proto} spoofchk {} trust {} state {state} min_tx_rate {} max_tx_rate {}",
+            "vf {} mac {} vlan {} qos {} proto {} spoofchk {} trust {} state {} min_tx_rate {} max_tx_rate {}",
             self.index,
             self.mac,
             self.vlan,
             self.qos,
+            self.proto,
             on(self.spoofchk),
             on(self.trust),
+            self.link_state,
             self.min_tx_rate,
             self.max_tx_rate
         )
@@ -354,5 +437,28 @@ mod tests {
             unreachable!()
         };
         assert_eq!(VfSettings::from_info(&list[0].0), Some(s));
+    }
+}
+
+#[cfg(test)]
+mod names {
+    use super::*;
+
+    #[test]
+    fn one_spelling_for_text_serde_and_display() {
+        assert_eq!("802.1AD".parse::<VlanProto>(), Ok(VlanProto::Dot1Ad));
+        assert_eq!(VlanProto::Dot1Q.to_string(), "802.1Q");
+        assert!("qinq".parse::<VlanProto>().is_err());
+        assert_eq!("enable".parse::<VfLinkMode>(), Ok(VfLinkMode::Enable));
+        assert!("up".parse::<VfLinkMode>().is_err());
+        let s = VfSettings::factory_default(3);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains(r#""proto":"802.1Q""#), "{json}");
+        assert!(json.contains(r#""linkState":"auto""#), "{json}");
+        assert_eq!(serde_json::from_str::<VfSettings>(&json).unwrap(), s);
+        assert!(
+            s.to_string()
+                .contains("proto 802.1Q spoofchk on trust off state auto")
+        );
     }
 }

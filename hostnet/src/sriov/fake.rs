@@ -84,12 +84,23 @@ impl FakeSysfs {
         }
     }
 
-    /// Replaces the VF's netdev entry (what the kernel does on rename or namespace change).
+    /// Replaces the VF's netdev entry, under the device and in `class/net` (what the kernel
+    /// does on rename or namespace change).
     pub fn set_vf_netdev(&self, pci: &str, netdev: Option<&str>) {
         let net = self.dev(pci).join("net");
+        for old in fs::read_dir(&net).into_iter().flatten().flatten() {
+            let _ = fs::remove_dir_all(self.root.join("class/net").join(old.file_name()));
+        }
         let _ = fs::remove_dir_all(&net);
         if let Some(name) = netdev {
             fs::create_dir_all(net.join(name)).expect("vf net dir");
+            let class = self.root.join("class/net").join(name);
+            fs::create_dir_all(&class).expect("class dir");
+            symlink(
+                format!("../../../bus/pci/devices/{pci}"),
+                class.join("device"),
+            )
+            .expect("device link");
         }
     }
 

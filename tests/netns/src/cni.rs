@@ -135,6 +135,9 @@ pub fn run(cmd: Command, stdin: &Value) -> CniOutput {
     run_raw(cmd, stdin.to_string().as_bytes())
 }
 
+/// How long one plugin invocation may take before the test calls it hung.
+const PLUGIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs a prepared plugin command with raw bytes on stdin (for malformed input).
 pub fn run_raw(mut cmd: Command, stdin: &[u8]) -> CniOutput {
     cmd.stdin(Stdio::piped())
@@ -143,7 +146,18 @@ pub fn run_raw(mut cmd: Command, stdin: &[u8]) -> CniOutput {
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
     // A plugin may refuse oversized input without reading it all.
     let _ = child.stdin.take().unwrap().write_all(stdin);
-    let out = child.wait_with_output().unwrap();
+    // A plugin that hangs (say, on a FIFO given as CNI_NETNS) fails the test instead of
+    // hanging it. The child is not reaped before the waiter returns, so its pid is still ours.
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    let out = match rx.recv_timeout(PLUGIN_DEADLINE) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            panic!("{cmd:?} still running after {PLUGIN_DEADLINE:?}: the plugin hangs");
+        }
+    };
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     CniOutput {
         status: out.status.code().unwrap_or(-1),

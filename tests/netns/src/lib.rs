@@ -11,6 +11,7 @@
 pub mod cni;
 pub mod fabric;
 pub mod iproute2;
+pub mod k8s;
 pub mod lldpd;
 pub mod node;
 pub mod sandbox;

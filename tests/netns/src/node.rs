@@ -329,6 +329,14 @@ impl SimNode {
         self.sb.delete_netns(pod);
     }
 
+    /// Changes this node's spinel settings file (it stays root-owned, mode 0644).
+    pub fn edit_settings(&self, edit: impl FnOnce(&mut Value)) {
+        let mut v: Value =
+            serde_json::from_str(&fs::read_to_string(&self.settings).unwrap()).unwrap();
+        edit(&mut v);
+        fs::write(&self.settings, v.to_string()).unwrap();
+    }
+
     /// The PF-side state of VF `index` as the recording double holds it.
     pub fn vf_state(&self, index: u32) -> Option<Value> {
         let text = fs::read_to_string(self.vf_requests.join("pf0.state.json")).ok()?;

@@ -119,11 +119,17 @@ impl Sandbox {
     pub fn spawn(&mut self, mut cmd: Command) -> u32 {
         let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
         let pid = child.id();
+        self.record_pid(pid);
+        self.children.push(child);
+        pid
+    }
+
+    /// Records `pid` as this sandbox's, so that a sweep after a crash kills it; for processes
+    /// whose handle the caller keeps and kills itself ([`Sandbox::spawn`] records its own).
+    pub fn record_pid(&self, pid: u32) {
         let mut pids = fs::read_to_string(self.dir.join("pids")).unwrap_or_default();
         pids.push_str(&format!("{pid}\n"));
         fs::write(self.dir.join("pids"), pids).expect("record child pid");
-        self.children.push(child);
-        pid
     }
 }
 

@@ -2,7 +2,7 @@
 //! nothing may leak (VF home under its name, MAC and MTU; no journal entry; no address held).
 //!
 //! The steps are the binary's own system calls: strace's fault injection delivers SIGKILL on
-//! entry to the N-th call of one kind (each netlink request, journal rename, fsync, unlink, the
+//! entry to the N-th call of one kind (each netlink request, journal rename, lock (flock), unlink, the
 //! IPAM plugin's fork and, in ADD only, the announcement helper's spawn), so the plugin under
 //! test is the unmodified release binary.
 
@@ -16,10 +16,10 @@ use spinel_netns_tests::{SimNode, require_tool};
 /// Kinds of system call each step of the plugin goes through. The IPAM plugin is spawned
 /// through `pre_exec`, so std forks with plain `clone`; the announcement helper goes through
 /// posix_spawn, which uses `clone3`. (strace without `-f` injects into spinel alone.)
-const STEPS: [&str; 6] = ["sendto", "rename", "fsync", "unlink", "clone", "clone3"];
+const STEPS: [&str; 6] = ["sendto", "rename", "flock", "unlink", "clone", "clone3"];
 
 /// The kinds DEL goes through: it spawns IPAM but no announcement helper.
-const DEL_STEPS: [&str; 5] = ["sendto", "rename", "fsync", "unlink", "clone"];
+const DEL_STEPS: [&str; 5] = ["sendto", "rename", "flock", "unlink", "clone"];
 
 /// Asserts that every kind in `expected` was killed at least once, so a step that stops
 /// happening (or a kind that stops matching) cannot hide behind the total.

@@ -550,10 +550,16 @@ fn hostile_inputs_get_the_right_code_and_change_nothing() {
     ];
     assert!(cases.len() >= 50, "the corpus must hold at least 50 cases");
 
+    run_corpus(&node, &call, cases);
+}
+
+/// Runs every case against the warmed-up `node` and checks its code, that it says what is
+/// wrong, and that nothing on the node, in the pod, in the journal or in IPAM's store changed.
+fn run_corpus(node: &SimNode, call: &CniCall, cases: Vec<Case>) {
     let snapshot = || (node.links("node"), node.links("p"), node.files());
     let before = snapshot();
     for case in cases {
-        let mut cmd = node.plugin_command("spinel", &call);
+        let mut cmd = node.plugin_command("spinel", call);
         for (key, value) in &case.env {
             match value {
                 Some(v) => cmd.env(key, v),
@@ -570,4 +576,141 @@ fn hostile_inputs_get_the_right_code_and_change_nothing() {
         assert_eq!(snapshot(), before, "{}: the system changed", case.name);
     }
     node.assert_all_home();
+}
+
+/// Cases added when hardening the CNI: namespaces of every other kind (refused without
+/// blocking, before anything is recorded), names the kernel refuses, malformed chain results,
+/// IPAM delegates that cannot be one, and typed fields with values of the wrong kind.
+#[test]
+fn namespaces_names_results_delegates_and_typed_fields_are_refused_up_front() {
+    let node = SimNode::new("hostile2", 2);
+    let netns = node.pod("p");
+    let base = node.conf("1.1.0", Some(&node.vfs[0]));
+    let call = CniCall::new("ADD", "victim", Some(&netns), "net1");
+    node.spinel(&call, &base).expect_ok("warm-up ADD");
+    node.spinel(&call.with_command("DEL"), &base)
+        .expect_ok("warm-up DEL");
+
+    let good = base.to_string().into_bytes();
+    let env = |k: &'static str, v: &str| (k, Some(v.to_owned()));
+    let dir = node.sb.dir();
+    let fifo = dir.join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let plain = dir.join("plain");
+    std::fs::write(&plain, b"").unwrap();
+    let link_to_plain = dir.join("link-to-plain");
+    std::os::unix::fs::symlink(&plain, &link_to_plain).unwrap();
+    let path_of = |p: &std::path::Path| p.display().to_string();
+    let netns_case = |name: &'static str, path: String| Case {
+        name,
+        env: vec![("CNI_NETNS", Some(path))],
+        stdin: good.clone(),
+        code: 4,
+    };
+    let conf_case = |name: &'static str, code: u64, edit: &dyn Fn(&mut Value)| Case {
+        name,
+        env: vec![],
+        stdin: conf_with(&base, edit),
+        code,
+    };
+    let env_case = |name: &'static str, key: &'static str, value: &str| Case {
+        name,
+        env: vec![env(key, value)],
+        stdin: good.clone(),
+        code: 4,
+    };
+    let cases = vec![
+        netns_case("netns is a mount namespace", "/proc/1/ns/mnt".into()),
+        netns_case("netns is a user namespace", "/proc/1/ns/user".into()),
+        netns_case("netns is a pid namespace", "/proc/1/ns/pid".into()),
+        netns_case("netns is a uts namespace", "/proc/1/ns/uts".into()),
+        netns_case("netns is an ipc namespace", "/proc/1/ns/ipc".into()),
+        netns_case("netns is a cgroup namespace", "/proc/1/ns/cgroup".into()),
+        netns_case(
+            "netns is the plugin's own mount namespace",
+            "/proc/self/ns/mnt".into(),
+        ),
+        netns_case("netns is a FIFO (would block)", path_of(&fifo)),
+        netns_case("netns is a character device", "/dev/null".into()),
+        netns_case("netns is a directory", path_of(dir)),
+        netns_case("netns is a link to a plain file", path_of(&link_to_plain)),
+        env_case("ifname all", "CNI_IFNAME", "all"),
+        env_case("ifname default", "CNI_IFNAME", "default"),
+        env_case("ifname dot dot", "CNI_IFNAME", ".."),
+        env_case("ifname with tab", "CNI_IFNAME", "net\t1"),
+        env_case("container ID with colon", "CNI_CONTAINERID", "a:b"),
+        env_case("container ID dot", "CNI_CONTAINERID", "."),
+        env_case("container ID not ASCII", "CNI_CONTAINERID", "caf\u{e9}"),
+        env_case("CNI_PATH with ..", "CNI_PATH", "/opt/cni/../bin"),
+        env_case("CNI_COMMAND with a space", "CNI_COMMAND", "ADD "),
+        conf_case("prevResult array", 6, &|c| c["prevResult"] = json!([])),
+        conf_case("prevResult string", 6, &|c| c["prevResult"] = json!("x")),
+        conf_case("prevResult number", 6, &|c| c["prevResult"] = json!(1)),
+        conf_case("prevResult interfaces not a list", 6, &|c| {
+            c["prevResult"] = json!({"interfaces": "x"})
+        }),
+        conf_case("prevResult bad address", 6, &|c| {
+            c["prevResult"] = json!({"cniVersion": "1.1.0", "ips": [{"address": "bad"}]})
+        }),
+        conf_case("ipam.type spinel (recursion)", 7, &|c| {
+            c["ipam"]["type"] = json!("spinel")
+        }),
+        conf_case("ipam.type empty", 7, &|c| c["ipam"]["type"] = json!("")),
+        conf_case("ipam.type dot", 7, &|c| c["ipam"]["type"] = json!(".")),
+        conf_case("ipam.type too long", 7, &|c| {
+            c["ipam"]["type"] = json!("a".repeat(65))
+        }),
+        conf_case("ipam.type with space", 7, &|c| {
+            c["ipam"]["type"] = json!("host local")
+        }),
+        conf_case("ipam.type a number", 7, &|c| c["ipam"]["type"] = json!(5)),
+        conf_case("ipam a string", 7, &|c| c["ipam"] = json!("host-local")),
+        conf_case("vlan as a string", 7, &|c| c["vlan"] = json!("100")),
+        conf_case("vlanProto a number", 7, &|c| {
+            c["vlan"] = json!(100);
+            c["vlanProto"] = json!(1)
+        }),
+        conf_case("spoofchk a boolean", 7, &|c| c["spoofchk"] = json!(true)),
+        conf_case("trust upper case", 7, &|c| c["trust"] = json!("ON")),
+        conf_case("linkState capitalised", 7, &|c| {
+            c["linkState"] = json!("Auto")
+        }),
+        conf_case("broadcast MAC", 7, &|c| {
+            c["mac"] = json!("ff:ff:ff:ff:ff:ff")
+        }),
+        conf_case("all-zero MAC", 7, &|c| {
+            c["mac"] = json!("00:00:00:00:00:00")
+        }),
+        conf_case("short MAC", 7, &|c| c["mac"] = json!("02:00:00:00:00")),
+        conf_case("runtimeConfig.deviceID malformed", 7, &|c| {
+            c["runtimeConfig"] = json!({"deviceID": "3b:00"})
+        }),
+        conf_case("args.cni.deviceID malformed", 7, &|c| {
+            c["args"] = json!({"cni": {"deviceID": "0000:3b:00.2/.."}})
+        }),
+        conf_case("pciBusID function 8", 7, &|c| {
+            c["pciBusID"] = json!("0000:3b:00.8")
+        }),
+        conf_case("allowNonRdmaMaster in VF mode", 7, &|c| {
+            c["allowNonRdmaMaster"] = json!(true)
+        }),
+        conf_case("routing.table 255", 7, &|c| {
+            c["routing"] = json!({"table": 255})
+        }),
+        conf_case("garp.count 11", 7, &|c| c["garp"] = json!({"count": 11})),
+        conf_case("sysctls.arpIgnore 4", 7, &|c| {
+            c["sysctls"] = json!({"arpIgnore": 4})
+        }),
+        conf_case("rdma.netnsMode unknown", 7, &|c| {
+            c["rdma"] = json!({"netnsMode": "bogus"})
+        }),
+        conf_case("mode ipvlan", 7, &|c| c["mode"] = json!("ipvlan")),
+        conf_case("negative minTxRate", 7, &|c| c["minTxRate"] = json!(-1)),
+    ];
+    assert!(
+        cases.len() >= 45,
+        "the added corpus holds {} cases",
+        cases.len()
+    );
+    run_corpus(&node, &call, cases);
 }

@@ -1,6 +1,7 @@
 //! The spinel binary driven as Multus drives it: ADD, CHECK, DEL over real namespaces, with
 //! Debian's host-local as IPAM.
 
+use sha2::Digest;
 use spinel_netns_tests::SimNode;
 use spinel_netns_tests::cni::{CniCall, first_ip, with_prev_result};
 
@@ -54,12 +55,23 @@ fn two_pods_ping_each_other_and_every_vf_comes_home() {
     }
 
     // The journal holds exactly one record and one VF claim per attachment, where
-    // cni/src/journal.rs puts them (so the emptiness checks below look in the right place).
+    // cni/src/journal puts them (so the emptiness checks below look in the right place): a
+    // record is named by 32 hex digits of SHA-256 over container ID, NUL, interface name.
     let state = node.state_dir.display();
+    let record_name = |cid: &str, ifname: &str| {
+        let digest = sha2::Sha256::digest([cid.as_bytes(), b"\0", ifname.as_bytes()].concat());
+        digest[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
     let mut expected: Vec<String> = (0..2)
         .flat_map(|i| {
             [
-                format!("{state}/attachments/cid{i}/net1.json"),
+                format!(
+                    "{state}/attachments/{}.json",
+                    record_name(&format!("cid{i}"), "net1")
+                ),
                 format!("{state}/vfs/{}.json", node.vfs[i].pci),
             ]
         })

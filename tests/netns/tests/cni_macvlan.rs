@@ -5,10 +5,14 @@ use serde_json::json;
 use spinel_netns_tests::SimNode;
 use spinel_netns_tests::cni::{CniCall, first_ip, with_prev_result};
 
+/// The simulated PF has no RDMA device (this machine's kernel has no RDMA), so these
+/// networks say explicitly that a master without one is fine; a test below proves spinel
+/// refuses such a master, or a VF's netdev, without that.
 fn conf(node: &SimNode) -> serde_json::Value {
     let mut c = node.conf("1.1.0", None);
     c["mode"] = json!("macvlan");
     c["pfName"] = json!("pf0");
+    c["allowNonRdmaMaster"] = json!(true);
     c
 }
 
@@ -103,5 +107,40 @@ fn macvlan_mode_refuses_vf_settings_and_a_missing_pf() {
     );
     node.spinel(&call, &conf(&node))
         .expect_code(4, "CNI_IFNAME taken");
+    node.assert_all_home();
+}
+
+#[test]
+fn macvlan_needs_a_pf_with_an_rdma_device_unless_told_otherwise() {
+    let node = SimNode::new("macvlan_master", 1);
+    let netns = node.pod("m");
+    let call = CniCall::new("ADD", "m", Some(&netns), "net1");
+    // The explicit allowance takes the PF; the cycle also warms IPAM's version cache.
+    node.spinel(&call, &conf(&node)).expect_ok("allowed");
+    node.spinel(&call.with_command("DEL"), &conf(&node))
+        .expect_ok("DEL");
+    let before = (node.links("node"), node.files());
+    let mut plain = conf(&node);
+    plain.as_object_mut().unwrap().remove("allowNonRdmaMaster");
+    let msg = node
+        .spinel(&call, &plain)
+        .expect_code(7, "a PF without an RDMA device")
+        .to_owned();
+    assert!(msg.contains("pf0 has no RDMA device"), "{msg}");
+    assert!(msg.contains("allowNonRdmaMaster"), "{msg}");
+    // Another VF's netdev as the master: refused even more plainly.
+    let mut on_vf = plain.clone();
+    on_vf["pfName"] = json!(node.vfs[0].name);
+    let msg = node
+        .spinel(&call, &on_vf)
+        .expect_code(7, "a VF's netdev as the master")
+        .to_owned();
+    assert!(msg.contains("is a VF's interface, not a PF"), "{msg}");
+    assert_eq!(
+        (node.links("node"), node.files()),
+        before,
+        "nothing changed"
+    );
+    assert!(node.links("m").links.iter().all(|l| l.0 == "lo"));
     node.assert_all_home();
 }

@@ -276,3 +276,34 @@ fn del_when_names_are_taken_in_the_host() {
     );
     node.assert_nothing_held();
 }
+
+/// Each ADD looks at a bounded window of other attachments (a node may hold hundreds); the
+/// window moves, so many orphans are all healed within a few ADDs.
+#[test]
+fn many_orphans_are_healed_by_successive_adds() {
+    let orphans = 20;
+    let node = SimNode::new("self_heal_many", orphans + 1);
+    // All attached first (each ADD heals the dead), then all their pods die without a DEL.
+    for i in 0..orphans {
+        add(&node, &format!("o{i}"), &format!("orphan{i}"), i as usize);
+    }
+    for i in 0..orphans {
+        node.kill_pod_like_kernel(&format!("o{i}"));
+    }
+    assert_eq!(node.leased_ips().len(), orphans as usize);
+    let last = orphans as usize;
+    let mut adds = 0;
+    while !node.leased_ips().is_empty() || adds == 0 {
+        let (call, conf) = add(&node, "live", &format!("live{adds}"), last);
+        node.spinel(&call.with_command("DEL"), &conf)
+            .expect_ok("DEL");
+        node.sb.delete_netns("live");
+        adds += 1;
+        assert!(
+            adds <= 30,
+            "{} orphans still held after {adds} ADDs",
+            node.leased_ips().len()
+        );
+    }
+    node.assert_all_home();
+}

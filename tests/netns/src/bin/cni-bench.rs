@@ -4,8 +4,15 @@
 //! DEL medians, CPU time (user + system of the plugin and its IPAM child) and the peak RSS of
 //! the plugin process tree, all from wait4.
 //!
-//! Usage: cni-bench [--cycles N] [--concurrency C] [--no-ipam] [--json]
+//! Usage: cni-bench [--cycles N] [--concurrency C] [--no-ipam] [--core] [--fsync-load] [--json]
 //!        cni-bench --garp [--cycles N]
+//!
+//! A third column is the kernel's floor: this process itself doing only the kernel work of
+//! one ADD+DEL with the same netlink requests (move the interface into the pod while it is
+//! down, bring it up, add the address; move it out), no process start, no IPAM, no journal.
+//! Every figure compares whole ADD+DEL cycles.
+//! `--fsync-load` runs a writer that fsyncs a file on the root file system in a loop during
+//! the measurement, as a busy node's disk would be.
 //! Every RoCE step of spinel is on (VF attributes through the PF, sysctls, policy routing,
 //! gratuitous ARP rounds; the later rounds run detached, after ADD returns).
 //! `--garp` measures instead the time from ADD's return until a leaf holding a stale entry for
@@ -23,6 +30,11 @@ use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::os::fd::AsFd;
+
+use hostnet::netlink::{LinkChange, RouteSocket};
+use hostnet::netns::NetNs;
+use ipnet::IpNet;
 use serde_json::{Value, json};
 use spinel_netns_tests::SimNode;
 use spinel_netns_tests::cni::CniCall;
@@ -31,16 +43,23 @@ use spinel_netns_tests::cni::CniCall;
 enum Plugin {
     Spinel,
     HostDevice,
+    /// Not a plugin: the kernel work of one ADD+DEL, done in-process.
+    Floor,
 }
 
 impl Plugin {
-    const BOTH: [Plugin; 2] = [Plugin::Spinel, Plugin::HostDevice];
+    const ALL: [Plugin; 3] = [Plugin::Spinel, Plugin::HostDevice, Plugin::Floor];
 
     fn name(self) -> &'static str {
         match self {
             Plugin::Spinel => "spinel",
             Plugin::HostDevice => "host-device",
+            Plugin::Floor => "kernel floor",
         }
+    }
+
+    fn slot(self) -> usize {
+        self as usize
     }
 }
 
@@ -118,7 +137,7 @@ fn config(node: &SimNode, plugin: Plugin, vf: usize, ipam: bool, core: bool) -> 
     }
     match plugin {
         Plugin::Spinel => conf["deviceID"] = json!(node.vfs[vf].pci),
-        Plugin::HostDevice => {
+        Plugin::HostDevice | Plugin::Floor => {
             conf["type"] = json!("host-device");
             conf["device"] = json!(node.vfs[vf].name);
         }
@@ -170,6 +189,42 @@ fn percentile(mut values: Vec<Duration>, p: f64) -> f64 {
     values[idx.min(values.len() - 1)].as_secs_f64() * 1e3
 }
 
+/// The kernel work of one ADD+DEL of VF `vf` into `netns`, with the requests spinel makes:
+/// the move while the link is down (named on arrival), up, the address; then the move out.
+fn floor_cycle(node: &SimNode, netns: &Path, vf: usize) -> (Duration, Duration) {
+    let name = &node.vfs[vf].name;
+    let address: IpNet = format!("10.99.{vf}.1/24").parse().expect("address");
+    let start = Instant::now();
+    let node_ns = NetNs::open(node.sb.netns_path("node")).expect("node netns");
+    let pod_ns = NetNs::open(netns).expect("pod netns");
+    let mut host = RouteSocket::open_in(&node_ns).expect("host socket");
+    let mut pod = RouteSocket::open_in(&pod_ns).expect("pod socket");
+    let link = host
+        .link_by_name(name)
+        .expect("read")
+        .expect("VF in the node");
+    host.set_link(
+        link.index,
+        &LinkChange::new().netns(pod_ns.as_fd()).name("net1"),
+    )
+    .expect("move in");
+    let moved = pod.link_by_name("net1").expect("read").expect("in the pod");
+    pod.set_link(moved.index, &LinkChange::new().up(true))
+        .expect("up");
+    pod.add_address(moved.index, &address).expect("address");
+    let add = start.elapsed();
+    let start = Instant::now();
+    let pod_ns = NetNs::open(netns).expect("pod netns");
+    let node_ns = NetNs::open(node.sb.netns_path("node")).expect("node netns");
+    let mut pod = RouteSocket::open_in(&pod_ns).expect("pod socket");
+    pod.set_link(
+        moved.index,
+        &LinkChange::new().netns(node_ns.as_fd()).name(name.as_str()),
+    )
+    .expect("move out");
+    (add, start.elapsed())
+}
+
 fn worker(
     node: &SimNode,
     netns: &Path,
@@ -177,28 +232,38 @@ fn worker(
     cycles: usize,
     ipam: bool,
     core: bool,
-) -> [Samples; 2] {
-    let mut samples: [Samples; 2] = Default::default();
+) -> [Samples; 3] {
+    let mut samples: [Samples; 3] = Default::default();
     for i in 0..=cycles {
-        // Alternate which plugin goes first, so neither always runs right after the other.
-        let order = if i % 2 == 0 {
-            Plugin::BOTH
-        } else {
-            [Plugin::HostDevice, Plugin::Spinel]
-        };
+        // Rotate which one goes first, so none always runs right after another.
+        let mut order = Plugin::ALL;
+        order.rotate_left(i % 3);
         for plugin in order {
-            let call = CniCall::new(
-                "ADD",
-                &format!("b{w}-{i}-{}", plugin.name()),
-                Some(netns),
-                "net1",
-            );
-            let conf = config(node, plugin, w, ipam, core);
-            let add = timed_call(node, plugin, &call, &conf);
-            let del = timed_call(node, plugin, &call.with_command("DEL"), &conf);
+            let (add, del) = if plugin == Plugin::Floor {
+                let (add, del) = floor_cycle(node, netns, w);
+                let none = |wall| Cost {
+                    wall,
+                    cpu: Duration::ZERO,
+                    rss: 0,
+                };
+                (none(add), none(del))
+            } else {
+                let call = CniCall::new(
+                    "ADD",
+                    &format!("b{w}-{i}-{}", plugin.name()),
+                    Some(netns),
+                    "net1",
+                );
+                let conf = config(node, plugin, w, ipam, core);
+                let add = timed_call(node, plugin, &call, &conf);
+                (
+                    add,
+                    timed_call(node, plugin, &call.with_command("DEL"), &conf),
+                )
+            };
             // The first cycle warms caches (spinel's IPAM version cache): not counted.
             if i > 0 {
-                let s = &mut samples[usize::from(plugin == Plugin::HostDevice)];
+                let s = &mut samples[plugin.slot()];
                 s.cycle.push(add.wall + del.wall);
                 s.add.push(add.wall);
                 s.del.push(del.wall);
@@ -210,6 +275,110 @@ fn worker(
     samples
 }
 
+/// A writer that fsyncs a file on the root file system until `stop` is set.
+fn fsync_load(stop: &std::sync::atomic::AtomicBool) {
+    let path = Path::new("/var/tmp").join(format!("cni-bench-fsync.{}", std::process::id()));
+    let mut f = std::fs::File::create(&path).expect("fsync load file");
+    let block = vec![0x5a_u8; 64 * 1024];
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        f.write_all(&block).expect("write");
+        f.sync_all().expect("fsync");
+        if f.metadata().map(|m| m.len()).unwrap_or(0) > 64 << 20 {
+            f.set_len(0).expect("truncate");
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// Prints the table (or JSON): every ratio compares whole ADD+DEL cycles.
+fn report(
+    results: &[[Samples; 3]],
+    concurrency: usize,
+    per_worker: usize,
+    ipam: bool,
+    fsync: bool,
+    as_json: bool,
+) {
+    let mut report = serde_json::Map::new();
+    let mut medians = [0.0f64; 3];
+    let mut p99s = [0.0f64; 3];
+    for plugin in Plugin::ALL {
+        let k = plugin.slot();
+        let all = |pick: fn(&Samples) -> &Vec<Duration>| -> Vec<Duration> {
+            results
+                .iter()
+                .flat_map(|r| pick(&r[k]).iter().copied())
+                .collect()
+        };
+        let cycle = all(|s| &s.cycle);
+        medians[k] = percentile(cycle.clone(), 0.5);
+        p99s[k] = percentile(cycle.clone(), 0.99);
+        report.insert(
+            plugin.name().into(),
+            json!({
+                "cycles": cycle.len(),
+                "median_ms": medians[k],
+                "p99_ms": p99s[k],
+                "add_median_ms": percentile(all(|s| &s.add), 0.5),
+                "del_median_ms": percentile(all(|s| &s.del), 0.5),
+                "cpu_median_ms": percentile(all(|s| &s.cpu), 0.5),
+                "peak_rss_kib": results.iter().map(|r| r[k].rss).max().unwrap_or(0),
+            }),
+        );
+    }
+    let (spinel, host_device, floor) = (0, 1, 2);
+    let ratios = json!({
+        "spinel_over_floor": {"median": medians[spinel] / medians[floor], "p99": p99s[spinel] / p99s[floor]},
+        "host_device_over_floor": {"median": medians[host_device] / medians[floor], "p99": p99s[host_device] / p99s[floor]},
+        "spinel_over_host_device": {"median": medians[spinel] / medians[host_device], "p99": p99s[spinel] / p99s[host_device]},
+    });
+    report.insert("ratios".into(), ratios.clone());
+    report.insert("concurrency".into(), json!(concurrency));
+    report.insert("fsync_load".into(), json!(fsync));
+    report.insert(
+        "ipam".into(),
+        json!(if ipam { "host-local" } else { "none" }),
+    );
+    if as_json {
+        println!("{}", Value::Object(report));
+        return;
+    }
+    println!(
+        "concurrency {concurrency}, {} ADD+DEL cycles each{}",
+        per_worker * concurrency,
+        if fsync { ", under an fsync load" } else { "" }
+    );
+    println!(
+        "{:<13} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10}",
+        "", "median ms", "p99 ms", "ADD ms", "DEL ms", "CPU ms", "peak KiB"
+    );
+    for plugin in Plugin::ALL {
+        let r = &report[plugin.name()];
+        let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
+        println!(
+            "{:<13} {:>10.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>10}",
+            plugin.name(),
+            f("median_ms"),
+            f("p99_ms"),
+            f("add_median_ms"),
+            f("del_median_ms"),
+            f("cpu_median_ms"),
+            r["peak_rss_kib"]
+        );
+    }
+    for (what, key) in [
+        ("spinel / kernel floor", "spinel_over_floor"),
+        ("host-device / kernel floor", "host_device_over_floor"),
+        ("spinel / host-device", "spinel_over_host_device"),
+    ] {
+        println!(
+            "{what}: median {:.3}, p99 {:.3}",
+            ratios[key]["median"].as_f64().unwrap_or(0.0),
+            ratios[key]["p99"].as_f64().unwrap_or(0.0)
+        );
+    }
+}
+
 fn main() -> ExitCode {
     let mut cycles = 200usize;
     let mut concurrency = 1usize;
@@ -217,6 +386,7 @@ fn main() -> ExitCode {
     let mut ipam = true;
     let mut garp = false;
     let mut core = false;
+    let mut fsync = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -236,6 +406,7 @@ fn main() -> ExitCode {
             "--no-ipam" => ipam = false,
             "--garp" => garp = true,
             "--core" => core = true,
+            "--fsync-load" => fsync = true,
             other => {
                 eprintln!("unknown argument {other}");
                 return ExitCode::FAILURE;
@@ -256,7 +427,9 @@ fn main() -> ExitCode {
         .collect();
     let per_worker = cycles.div_ceil(concurrency);
 
-    let results: Vec<[Samples; 2]> = std::thread::scope(|s| {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let results: Vec<[Samples; 3]> = std::thread::scope(|s| {
+        let load = fsync.then(|| s.spawn(|| fsync_load(&stop)));
         let handles: Vec<_> = pods
             .iter()
             .enumerate()
@@ -265,77 +438,17 @@ fn main() -> ExitCode {
                 s.spawn(move || worker(&node, netns, w, per_worker, ipam, core))
             })
             .collect();
-        handles
+        let results = handles
             .into_iter()
             .map(|h| h.join().expect("worker"))
-            .collect()
-    });
-
-    let mut report = serde_json::Map::new();
-    let mut medians = [0.0f64; 2];
-    for (k, plugin) in Plugin::BOTH.into_iter().enumerate() {
-        let all = |pick: fn(&Samples) -> &Vec<Duration>| -> Vec<Duration> {
-            results
-                .iter()
-                .flat_map(|r| pick(&r[k]).iter().copied())
-                .collect()
-        };
-        let cycle = all(|s| &s.cycle);
-        medians[k] = percentile(cycle.clone(), 0.5);
-        report.insert(
-            plugin.name().into(),
-            json!({
-                "cycles": cycle.len(),
-                "median_ms": medians[k],
-                "p99_ms": percentile(cycle, 0.99),
-                "add_median_ms": percentile(all(|s| &s.add), 0.5),
-                "del_median_ms": percentile(all(|s| &s.del), 0.5),
-                "cpu_median_ms": percentile(all(|s| &s.cpu), 0.5),
-                "peak_rss_kib": results.iter().map(|r| r[k].rss).max().unwrap_or(0),
-            }),
-        );
-    }
-    let ratio = medians[0] / medians[1];
-    let spinel_add = report["spinel"]["add_median_ms"].as_f64().unwrap_or(0.0);
-    let add_ratio = spinel_add / medians[1];
-    report.insert(
-        "add_ratio_spinel_add_over_host_device_cycle".into(),
-        json!(add_ratio),
-    );
-    report.insert("concurrency".into(), json!(concurrency));
-    report.insert(
-        "ipam".into(),
-        json!(if ipam { "host-local" } else { "none" }),
-    );
-    report.insert("median_ratio_spinel_over_host_device".into(), json!(ratio));
-    if as_json {
-        println!("{}", Value::Object(report));
-    } else {
-        println!(
-            "concurrency {concurrency}, {} ADD+DEL cycles per plugin",
-            per_worker * concurrency
-        );
-        println!(
-            "{:<12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10}",
-            "plugin", "median ms", "p99 ms", "ADD ms", "DEL ms", "CPU ms", "peak KiB"
-        );
-        for plugin in Plugin::BOTH {
-            let r = &report[plugin.name()];
-            let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
-            println!(
-                "{:<12} {:>10.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>10}",
-                plugin.name(),
-                f("median_ms"),
-                f("p99_ms"),
-                f("add_median_ms"),
-                f("del_median_ms"),
-                f("cpu_median_ms"),
-                r["peak_rss_kib"]
-            );
+            .collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(load) = load {
+            load.join().expect("fsync load");
         }
-        println!("median ratio spinel / host-device: {ratio:.3}");
-        println!("spinel ADD (all RoCE steps) / host-device ADD+DEL: {add_ratio:.3}");
-    }
+        results
+    });
+    report(&results, concurrency, per_worker, ipam, fsync, as_json);
     // Both plugins must have given every VF back (host-device leaves its alias behind, so only
     // names are compared) and released every address.
     let links = node.links("node");

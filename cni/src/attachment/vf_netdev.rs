@@ -9,7 +9,7 @@
 
 use std::os::fd::AsFd;
 
-use hostnet::netlink::{Link, LinkChange, NetlinkError, RouteSocket};
+use hostnet::netlink::{Link, LinkChange, NetlinkError, NetlinkErrorKind, RouteSocket};
 use hostnet::netns::NetNs;
 use hostnet::sriov::{PciAddress, Sysfs};
 use spinel_wire::MacAddr;
@@ -97,7 +97,9 @@ pub fn move_in(
             name: ifname.to_owned(),
             ..moved
         }),
-        Err(e) if e.is(libc::EEXIST) => Err(AttachError::NameTaken(ifname.to_owned())),
+        Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists => {
+            Err(AttachError::NameTaken(ifname.to_owned()))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -166,7 +168,7 @@ pub fn detach(
         let home = LinkChange::new().netns(host_ns.as_fd()).name(&vf.host_name);
         match pod.set_link(link.index, &home) {
             Ok(()) => {}
-            Err(e) if e.is(libc::EEXIST) => {
+            Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists => {
                 // Either it moved and the original name is taken in the host (the host side
                 // below sees it under its pod name), or both its pod name and the original
                 // name are taken there and it did not move: then it leaves under the name
@@ -177,7 +179,7 @@ pub fn detach(
                     pod.set_link(link.index, &LinkChange::new().up(false).name(&travel))?;
                     match pod.set_link(link.index, &home) {
                         Ok(()) => {}
-                        Err(e) if e.is(libc::EEXIST) => {}
+                        Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists => {}
                         Err(e) => return Err(e),
                     }
                 }
@@ -231,7 +233,7 @@ pub fn detach(
         }
         match host.set_link(link.index, &LinkChange::new().name(&vf.host_name)) {
             Ok(()) => {}
-            Err(e) if e.is(libc::EEXIST) => warnings.push(format!(
+            Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists => warnings.push(format!(
                 "VF {}: name {:?} is taken in the host; the VF stays as {:?}",
                 vf.pci, vf.host_name, link.name
             )),

@@ -1,0 +1,263 @@
+//! The agent's configuration: a YAML file (a ConfigMap in the DaemonSet) and flags, flags
+//! winning. Everything is validated before the agent touches anything.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use spinel_api::labels::{KeyMode, LabelOptions};
+use spinel_node::nics::NicSelection;
+use spinel_wire::lldp::TxTiming;
+
+/// Command-line flags.
+#[derive(clap::Parser, Debug)]
+#[command(name = "spinel-agent", version, about = "Spinel's node agent")]
+pub struct Flags {
+    /// Configuration file (YAML); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// This node's name (the DaemonSet passes it from the downward API).
+    #[arg(long, env = "NODE_NAME")]
+    pub node_name: Option<String>,
+    /// kubeconfig to use instead of the in-cluster service account.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The network namespace holding the node's NICs (default: the agent's own; the
+    /// DaemonSet runs with hostNetwork).
+    #[arg(long)]
+    pub netns: Option<PathBuf>,
+    /// RoCE NICs: `auto` (physical functions with an RDMA device), a comma-separated list, or
+    /// `pattern:GLOB`.
+    #[arg(long)]
+    pub nics: Option<String>,
+    /// Root of the sysfs tree describing the NICs.
+    #[arg(long)]
+    pub sysfs_root: Option<PathBuf>,
+    /// Prefix of the labels Spinel owns.
+    #[arg(long)]
+    pub label_prefix: Option<String>,
+    /// Write NVIDIA Topograph's tier keys instead of Spinel's.
+    #[arg(long)]
+    pub topograph_keys: bool,
+    /// Also advertise this node over LLDP (system name = node name).
+    #[arg(long)]
+    pub lldp_transmit: bool,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "json")]
+    pub log_format: LogFormat,
+    /// Log filter (tracing's syntax, e.g. `info` or `spinel_agent=debug`).
+    #[arg(long, env = "SPINEL_AGENT_LOG", default_value = "info")]
+    pub log: String,
+}
+
+/// How logs are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object per line.
+    Json,
+    /// Human-readable.
+    Text,
+}
+
+/// The file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+struct FileConfig {
+    nics: Option<String>,
+    sysfs_root: Option<PathBuf>,
+    label_prefix: Option<String>,
+    topograph_keys: Option<bool>,
+    lldp: LldpFile,
+    report_debounce_ms: Option<u64>,
+    resync_seconds: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+struct LldpFile {
+    transmit: Option<bool>,
+    tx_interval_seconds: Option<u16>,
+    tx_hold: Option<u16>,
+    max_neighbors: Option<usize>,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// This node.
+    pub node_name: String,
+    /// kubeconfig, if not in-cluster.
+    pub kubeconfig: Option<PathBuf>,
+    /// Namespace of the NICs, if not ours.
+    pub netns: Option<PathBuf>,
+    /// Which NICs are RoCE NICs.
+    pub nics: NicSelection,
+    /// sysfs root.
+    pub sysfs_root: PathBuf,
+    /// Label keys.
+    pub labels: LabelOptions,
+    /// Advertise over LLDP, with these timers.
+    pub transmit: Option<TxTiming>,
+    /// Most neighbours per port.
+    pub max_neighbors: usize,
+    /// Quiet time before a changed report is published (changes arriving together go at once).
+    pub debounce: Duration,
+    /// The report is applied again at least this often, even unchanged (it may have been
+    /// deleted or edited by hand).
+    pub resync: Duration,
+}
+
+/// Parses `--nics`.
+pub fn parse_nics(text: &str) -> anyhow::Result<NicSelection> {
+    let text = text.trim();
+    if text == "auto" {
+        return Ok(NicSelection::Auto);
+    }
+    if let Some(p) = text.strip_prefix("pattern:") {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_graphic() && b != b'/') {
+            bail!("nics: pattern {p:?} must be a non-empty interface-name pattern");
+        }
+        return Ok(NicSelection::Pattern(p.to_owned()));
+    }
+    let names: Vec<String> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if names.is_empty() {
+        bail!("nics: expected auto, pattern:GLOB or a list of interfaces");
+    }
+    if let Some(bad) = names.iter().find(|n| !hostnet::sriov::is_valid_ifname(n)) {
+        bail!("nics: {bad:?} is not an interface name");
+    }
+    Ok(NicSelection::Names(names))
+}
+
+impl AgentConfig {
+    /// Reads the file (if any) and applies the flags.
+    pub fn load(flags: &Flags) -> anyhow::Result<Self> {
+        let file: FileConfig = match &flags.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read --config {}", path.display()))?;
+                serde_saphyr::from_str(&text).with_context(|| {
+                    format!("--config {}: invalid configuration", path.display())
+                })?
+            }
+            None => FileConfig::default(),
+        };
+        let node_name = flags
+            .node_name
+            .clone()
+            .context("the node name is unknown: pass --node-name or set NODE_NAME")?;
+        if node_name.is_empty()
+            || node_name.len() > 253
+            || !node_name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        {
+            bail!("node name {node_name:?} is not a Kubernetes node name");
+        }
+        let labels = LabelOptions {
+            prefix: flags
+                .label_prefix
+                .clone()
+                .or(file.label_prefix)
+                .unwrap_or_else(|| spinel_api::labels::DEFAULT_PREFIX.to_owned()),
+            keys: if flags.topograph_keys || file.topograph_keys == Some(true) {
+                KeyMode::Topograph
+            } else {
+                KeyMode::Spinel
+            },
+        };
+        labels.validate()?;
+        let nics = parse_nics(
+            flags
+                .nics
+                .as_deref()
+                .or(file.nics.as_deref())
+                .unwrap_or("auto"),
+        )?;
+        let transmit =
+            (flags.lldp_transmit || file.lldp.transmit == Some(true)).then(|| TxTiming {
+                tx_interval: file.lldp.tx_interval_seconds.unwrap_or(30),
+                tx_hold: file.lldp.tx_hold.unwrap_or(4),
+                ..TxTiming::default()
+            });
+        if let Some(t) = &transmit {
+            t.validate().context("lldp: invalid timers")?;
+        }
+        Ok(Self {
+            node_name,
+            kubeconfig: flags.kubeconfig.clone(),
+            netns: flags.netns.clone(),
+            nics,
+            sysfs_root: flags
+                .sysfs_root
+                .clone()
+                .or(file.sysfs_root)
+                .unwrap_or_else(|| PathBuf::from("/sys")),
+            labels,
+            transmit,
+            max_neighbors: file.lldp.max_neighbors.unwrap_or(32).clamp(1, 1024),
+            debounce: Duration::from_millis(file.report_debounce_ms.unwrap_or(500).min(60_000)),
+            resync: Duration::from_secs(file.resync_seconds.unwrap_or(600).clamp(10, 86_400)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn nic_selections_parse_and_bad_ones_are_refused() {
+        assert_eq!(parse_nics("auto").unwrap(), NicSelection::Auto);
+        assert_eq!(
+            parse_nics("ens1f0np0, ens1f1np1").unwrap(),
+            NicSelection::Names(vec!["ens1f0np0".into(), "ens1f1np1".into()])
+        );
+        assert_eq!(
+            parse_nics("pattern:ens*np*").unwrap(),
+            NicSelection::Pattern("ens*np*".into())
+        );
+        for bad in ["", ",", "pattern:", "pattern:a/b", "../x", "all"] {
+            assert!(parse_nics(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn file_then_flags() {
+        let dir = std::env::temp_dir().join(format!("agent-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("agent.yaml");
+        std::fs::write(
+            &file,
+            "nics: pattern:ens*\nlabelPrefix: fabric.example.com/\nlldp:\n  transmit: true\n  txIntervalSeconds: 5\n",
+        )
+        .unwrap();
+        let flags = Flags::parse_from([
+            "spinel-agent",
+            "--config",
+            file.to_str().unwrap(),
+            "--node-name",
+            "gpu-node-01",
+            "--nics",
+            "ens1f0np0",
+        ]);
+        let c = AgentConfig::load(&flags).unwrap();
+        assert_eq!(c.nics, NicSelection::Names(vec!["ens1f0np0".into()]));
+        assert_eq!(c.labels.prefix, "fabric.example.com/");
+        assert_eq!(c.transmit.unwrap().tx_interval, 5);
+        std::fs::write(&file, "bogus: 1\n").unwrap();
+        let err = AgentConfig::load(&flags).unwrap_err();
+        assert!(format!("{err:#}").contains("bogus"), "{err:#}");
+        let no_name = Flags::parse_from(["spinel-agent", "--node-name", "Bad_Name"]);
+        assert!(AgentConfig::load(&no_name).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

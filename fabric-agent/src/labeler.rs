@@ -1,0 +1,133 @@
+//! Applies the labels the fabric controller computed (in `NodeFabric/<node>.status`) to this
+//! node's own Node object, by server-side apply as field manager `spinel-agent`, keys under
+//! Spinel's prefix only. Server-side apply removes a key the agent applied before and no
+//! longer applies, and never touches a key another manager owns. Until the controller has
+//! looked at the report (no status yet), the Node keeps the labels it has.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+use spinel_api::crd::NodeFabric;
+use spinel_api::labels::LabelOptions;
+use tokio::sync::Notify;
+
+use crate::publisher::FIELD_MANAGER;
+
+/// Watches `NodeFabric/<node>` and keeps the Node's labels equal to its status; asks for the
+/// report to be published again when the object is deleted.
+pub async fn run(
+    fabrics: Api<NodeFabric>,
+    nodes: Api<Node>,
+    node: String,
+    options: LabelOptions,
+    republish: Arc<Notify>,
+) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={node}"));
+    let stream = watcher(fabrics, config).default_backoff();
+    futures::pin_mut!(stream);
+    let mut applied: Option<BTreeMap<String, String>> = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(watcher::Event::Apply(nf) | watcher::Event::InitApply(nf)) => {
+                let Some(wanted) = desired(&nf, &options) else {
+                    continue;
+                };
+                if applied.as_ref() != Some(&wanted) && apply(&nodes, &node, &wanted).await {
+                    applied = Some(wanted);
+                }
+            }
+            Ok(watcher::Event::Delete(_)) => {
+                tracing::warn!(
+                    node,
+                    "the node's NodeFabric was deleted; publishing it again"
+                );
+                republish.notify_one();
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
+            // The watcher re-lists after errors, with back-off (a 410 Gone included).
+            Err(e) => tracing::warn!(node, "watching the node's NodeFabric: {e}"),
+        }
+    }
+}
+
+/// The labels the status asks for, keys under the prefix only; `None` until the controller
+/// has processed the report.
+pub fn desired(nf: &NodeFabric, options: &LabelOptions) -> Option<BTreeMap<String, String>> {
+    let status = nf.status.as_ref().filter(|s| s.observed_generation > 0)?;
+    Some(
+        status
+            .labels
+            .iter()
+            .filter(|(k, _)| options.is_managed_key(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
+}
+
+/// Applies `labels` to the Node (a few attempts; the next event or resync tries again).
+async fn apply(nodes: &Api<Node>, node: &str, labels: &BTreeMap<String, String>) -> bool {
+    let patch = json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": node, "labels": labels},
+    });
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut backoff = Duration::from_millis(250);
+    for attempt in 1..=5 {
+        match nodes.patch(node, &params, &Patch::Apply(&patch)).await {
+            Ok(_) => {
+                tracing::info!(
+                    node,
+                    labels = labels.len(),
+                    "applied the fabric labels to the node"
+                );
+                return true;
+            }
+            Err(e) if attempt < 5 => {
+                tracing::warn!(node, "cannot label the node, retrying in {backoff:?}: {e}");
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            Err(e) => tracing::error!(node, "cannot label the node: {e}"),
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use spinel_api::crd::{NodeFabricSpec, NodeFabricStatus};
+
+    use super::*;
+
+    #[test]
+    fn only_processed_status_and_keys_under_the_prefix_count() {
+        let mut nf = NodeFabric::new("n1", NodeFabricSpec::default());
+        let options = LabelOptions::default();
+        assert_eq!(
+            desired(&nf, &options),
+            None,
+            "no status yet: leave the Node alone"
+        );
+        let mut labels = BTreeMap::new();
+        labels.insert("fabric.spinel.dev/tier-1".to_owned(), "leaf01".to_owned());
+        labels.insert("kubernetes.io/hostname".to_owned(), "evil".to_owned());
+        nf.status = Some(NodeFabricStatus {
+            labels,
+            observed_generation: 0,
+            ..NodeFabricStatus::default()
+        });
+        assert_eq!(desired(&nf, &options), None, "not processed yet");
+        nf.status.as_mut().unwrap().observed_generation = 3;
+        let got = desired(&nf, &options).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got["fabric.spinel.dev/tier-1"], "leaf01");
+    }
+}

@@ -1,0 +1,185 @@
+//! `spinel-agent`: Spinel's node agent (a DaemonSet, one per node).
+//!
+//! It finds the node's RoCE NICs, listens (and optionally advertises) LLDP on them, publishes
+//! what it sees as the node's `NodeFabric` report, and applies the labels the fabric
+//! controller computed back to its own Node. Kernel state is read from ordinary threads; the
+//! async runtime only waits on sockets and the API server. SIGTERM stops it cleanly (sending
+//! the shutdown LLDPDU when advertising); labels stay where they are.
+
+mod config;
+mod labeler;
+mod observe;
+mod publisher;
+mod report;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Parser;
+use hostnet::netlink::RouteSocket;
+use hostnet::netns::NetNs;
+use hostnet::packet::PacketSocket;
+use hostnet::sriov::Sysfs;
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use spinel_api::crd::NodeFabric;
+use spinel_node::lldp::{LldpPorts, open_ports};
+use spinel_node::nics::{self, RoceNic};
+use tokio::sync::{Notify, watch};
+
+use crate::config::{AgentConfig, Flags, LogFormat};
+use crate::report::Observation;
+
+/// How often the NICs are looked at again (carrier, MTU, addresses).
+const NIC_PERIOD: Duration = Duration::from_secs(2);
+
+fn main() -> ExitCode {
+    let flags = Flags::parse();
+    init_logging(&flags);
+    let config = match AgentConfig::load(&flags) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("invalid configuration: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(flags: &Flags) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&flags.log)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match flags.log_format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.with_ansi(false).init(),
+    }
+}
+
+/// Opens everything that lives in a namespace (from this plain thread), then serves.
+fn run(config: AgentConfig) -> anyhow::Result<()> {
+    let ns = match &config.netns {
+        Some(path) => NetNs::open(path).with_context(|| format!("--netns {}", path.display()))?,
+        None => NetNs::current().context("cannot open the agent's network namespace")?,
+    };
+    let sysfs = Sysfs::new(&config.sysfs_root);
+    let mut host = RouteSocket::open_in(&ns).context("cannot open a netlink socket")?;
+    let (found, refused) =
+        nics::discover(&sysfs, &mut host, &config.nics).context("cannot list the NICs")?;
+    for r in &refused {
+        tracing::warn!(nic = %r.name, reason = %r.reason, "not a RoCE NIC; not listening there");
+    }
+    if found.is_empty() {
+        tracing::warn!("no RoCE NIC found; the node is reported without any");
+    }
+    let names: Vec<String> = found.iter().map(|n| n.name.clone()).collect();
+    let sockets = open_ports(&ns, &names).context("cannot open the LLDP sockets")?;
+    tracing::info!(node = %config.node_name, nics = ?names, "starting");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    runtime.block_on(serve(config, sysfs, host, found, sockets))
+}
+
+async fn client(config: &AgentConfig) -> anyhow::Result<kube::Client> {
+    let cfg = match &config.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
+        }
+        None => kube::Config::incluster().context("not in a cluster: pass --kubeconfig")?,
+    };
+    Ok(kube::Client::try_from(cfg)?)
+}
+
+async fn serve(
+    config: AgentConfig,
+    sysfs: Sysfs,
+    host: RouteSocket,
+    found: Vec<RoceNic>,
+    sockets: Vec<PacketSocket>,
+) -> anyhow::Result<()> {
+    let client = client(&config).await?;
+    let node = config.node_name.clone();
+    let mut ports = LldpPorts::new(sockets, config.max_neighbors)?;
+    if let Some(timing) = config.transmit {
+        for nic in &found {
+            let advert = observe::advert(&node, nic, timing).map_err(anyhow::Error::msg)?;
+            ports
+                .advertise(&nic.name, advert, Instant::now())
+                .map_err(anyhow::Error::msg)?;
+        }
+    }
+    let (tx, rx) = watch::channel(Observation {
+        nics: found,
+        ..Observation::default()
+    });
+    let tx = Arc::new(tx);
+    let stop = Arc::new(AtomicBool::new(false));
+    let nic_watch = observe::watch_nics(
+        sysfs,
+        host,
+        config.nics.clone(),
+        NIC_PERIOD,
+        Arc::clone(&tx),
+        ports.own_sources(),
+        Arc::clone(&stop),
+    );
+    let republish = Arc::new(Notify::new());
+    let fabrics: Api<NodeFabric> = Api::all(client.clone());
+    let publisher = tokio::spawn(publisher::run(
+        fabrics.clone(),
+        node.clone(),
+        rx,
+        Arc::clone(&republish),
+        config.debounce,
+        config.resync,
+    ));
+    let labeler = tokio::spawn(labeler::run(
+        fabrics,
+        Api::<Node>::all(client),
+        node.clone(),
+        config.labels.clone(),
+        republish,
+    ));
+    let result = ports
+        .run(terminated(), observe::on_lldp_event(&node, &tx))
+        .await;
+    tracing::info!("stopping");
+    stop.store(true, Ordering::Relaxed);
+    publisher.abort();
+    labeler.abort();
+    let _ = nic_watch.join();
+    Ok(result?)
+}
+
+/// Completes on SIGTERM or SIGINT.
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}

@@ -1,0 +1,80 @@
+//! Publishes the node's report (`NodeFabric.spec`) by server-side apply, as field manager
+//! `spinel-agent`: after a short quiet time when the observation changes, again when the
+//! object disappears, and at least every resync period (someone may have edited it). An
+//! unchanged report is not sent: a stable fabric costs the API server nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use spinel_api::crd::{NodeFabric, NodeFabricSpec};
+use tokio::sync::{Notify, watch};
+use tokio::time::Instant;
+
+use crate::report::{Observation, spec};
+
+/// The field manager of everything the agent writes.
+pub const FIELD_MANAGER: &str = "spinel-agent";
+
+/// Longest wait between two attempts after a failure.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Keeps `NodeFabric/<node>` equal to the latest observation until `observations` closes.
+pub async fn run(
+    api: Api<NodeFabric>,
+    node: String,
+    mut observations: watch::Receiver<Observation>,
+    republish: Arc<Notify>,
+    debounce: Duration,
+    resync: Duration,
+) {
+    let mut last: Option<NodeFabricSpec> = None;
+    let mut next_resync = Instant::now() + resync;
+    loop {
+        if last.is_some() {
+            tokio::select! {
+                changed = observations.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    // Changes that arrive together (a link flap and its LLDP) go at once.
+                    tokio::time::sleep(debounce).await;
+                }
+                () = republish.notified() => last = None,
+                () = tokio::time::sleep_until(next_resync) => last = None,
+            }
+        }
+        let current = spec(&node, &observations.borrow_and_update());
+        if last.as_ref() == Some(&current) {
+            continue;
+        }
+        apply_until_done(&api, &node, current.clone()).await;
+        tracing::info!(
+            nics = current.nics.len(),
+            "published the node's fabric report"
+        );
+        last = Some(current);
+        next_resync = Instant::now() + resync;
+    }
+}
+
+/// Applies `spec`, retrying with back-off until the API server takes it.
+async fn apply_until_done(api: &Api<NodeFabric>, node: &str, spec: NodeFabricSpec) {
+    let object = NodeFabric::new(node, spec);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut backoff = Duration::from_millis(250);
+    loop {
+        match api.patch(node, &params, &Patch::Apply(&object)).await {
+            Ok(_) => return,
+            Err(e) => {
+                tracing::warn!(
+                    node,
+                    "cannot publish the node's fabric report, retrying in {backoff:?}: {e}"
+                );
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}
