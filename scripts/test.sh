@@ -23,3 +23,14 @@ echo "== clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== unit and netns tests"
 cargo test --workspace --locked
+echo "== SONiC YANG validation of every rendered config_db.json"
+yang=tests/peers/sonic-yang
+"$yang/tools/selftest.sh" >/dev/null
+rendered=$(mktemp -d)
+trap 'rm -rf "$rendered"' EXIT
+cargo run -q --locked -p spinelctl -- fabric render switch-config/examples/fabric-intent.yaml \
+  --running switch-config/examples/running --out "$rendered"
+for f in "$rendered"/*config_db*.json switch-config/examples/rendered/*config_db*.json \
+         switch-config/examples/drifted/switches/*config_db*.json; do
+  "$yang/validate.sh" -q "$f"
+done

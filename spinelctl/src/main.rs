@@ -2,6 +2,7 @@
 //!
 //! Each command group lives in its own module with its own argument types.
 
+mod fabric;
 mod lldp;
 mod nccl;
 mod sched;
@@ -22,6 +23,10 @@ enum Command {
     /// LLDP: listen for neighbours, emulate a switch.
     #[command(subcommand)]
     Lldp(lldp::Command),
+    /// Fabric intent: validate, render switch and host configuration, diff, and check switches,
+    /// hosts and advertised DCBX against it.
+    #[command(subcommand)]
+    Fabric(fabric::Command),
     /// Fabric topology: infer tiers, rails and miswiring from neighbour tables.
     #[command(subcommand)]
     Topo(topo::Command),
@@ -36,6 +41,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Fabric(cmd) => fabric::run(cmd),
         Command::Lldp(cmd) => lldp::run(cmd),
         Command::Topo(cmd) => topo::run(cmd),
         Command::Sched(cmd) => sched::run(cmd),

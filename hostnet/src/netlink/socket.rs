@@ -120,6 +120,16 @@ where
         self.exchange(message, flags | NLM_F_ACK, what).map(drop)
     }
 
+    /// Sends `message` with `NLM_F_ACK` and returns the replies the kernel sent before its
+    /// acknowledgement (dcbnl answers every request, sets included, with a message of its own).
+    pub fn transact(
+        &mut self,
+        message: M,
+        what: impl Into<String>,
+    ) -> Result<Vec<M>, NetlinkError> {
+        self.exchange(message, NLM_F_ACK, what)
+    }
+
     /// Sends a `GET` request for one object and returns the kernel's replies.
     pub fn get(&mut self, message: M, what: impl Into<String>) -> Result<Vec<M>, NetlinkError> {
         self.exchange(message, 0, what)
