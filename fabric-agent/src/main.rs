@@ -113,6 +113,7 @@ async fn serve(
     found: Vec<RoceNic>,
     sockets: Vec<PacketSocket>,
 ) -> anyhow::Result<()> {
+    let terminated = termination()?;
     let client = client(&config).await?;
     let node = config.node_name.clone();
     let mut ports = LldpPorts::new(sockets, config.max_neighbors)?;
@@ -157,7 +158,7 @@ async fn serve(
         republish,
     ));
     let result = ports
-        .run(terminated(), observe::on_lldp_event(&node, &tx))
+        .run(terminated, observe::on_lldp_event(&node, &tx))
         .await;
     tracing::info!("stopping");
     stop.store(true, Ordering::Relaxed);
@@ -167,19 +168,16 @@ async fn serve(
     Ok(result?)
 }
 
-/// Completes on SIGTERM or SIGINT.
-async fn terminated() {
+/// Registers SIGTERM and SIGINT handlers now (a signal arriving before would kill the agent
+/// without its shutdown LLDPDU) and returns what completes on either.
+fn termination() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-        _ => std::future::pending().await,
-    }
+    })
 }

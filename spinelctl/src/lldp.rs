@@ -250,30 +250,28 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
         .with_context(|| format!("{flag} {value}: expected a non-negative number of seconds"))
 }
 
-/// Completes on SIGINT or SIGTERM, or at `deadline` if there is one.
-async fn stopped(deadline: Option<Instant>) {
+/// Registers SIGINT and SIGTERM handlers now, before anything tells the world we are running
+/// (a signal arriving earlier would kill us with the default action), and returns what
+/// completes on either, or at `deadline` if there is one. Call it inside the runtime.
+fn stop_signal(
+    deadline: Option<Instant>,
+) -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        // Without signal handlers the deadline (or the default action) still ends us.
-        return match deadline {
-            Some(d) => tokio::time::sleep_until(d.into()).await,
-            None => std::future::pending().await,
+    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    Ok(async move {
+        let at_deadline = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
         };
-    };
-    let at_deadline = async {
-        match deadline {
-            Some(d) => tokio::time::sleep_until(d.into()).await,
-            None => std::future::pending().await,
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+            () = at_deadline => {}
         }
-    };
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
-        () = at_deadline => {}
-    }
+    })
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -287,10 +285,11 @@ fn listen(args: &ListenArgs) -> anyhow::Result<ExitCode> {
     let sockets = open_sockets(&args.target)?;
     let deadline = Instant::now() + seconds(args.duration, "--for")?;
     let snapshot = runtime()?.block_on(async {
+        let stop = stop_signal(Some(deadline))?;
         let mut ports = LldpPorts::new(sockets, args.max_neighbors)?;
         let until = args.until_neighbors;
         ports
-            .run(stopped(Some(deadline)), |event, table| {
+            .run(stop, |event, table| {
                 if let Event::Received {
                     port,
                     outcome: RxOutcome::Discarded(e),
@@ -767,6 +766,7 @@ fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
         .map(|d| Instant::now() + d);
     let names: Vec<String> = sockets.iter().map(|s| s.ifname().to_owned()).collect();
     runtime()?.block_on(async {
+        let stop = stop_signal(deadline)?;
         let mut ports = LldpPorts::new(sockets, DEFAULT_MAX_NEIGHBORS)?;
         let now = Instant::now();
         for (name, advert) in names.iter().zip(adverts) {
@@ -780,7 +780,7 @@ fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
             );
         }
         ports
-            .run(stopped(deadline), |_, _| ControlFlow::Continue(()))
+            .run(stop, |_, _| ControlFlow::Continue(()))
             .await?;
         anyhow::Ok(ExitCode::SUCCESS)
     })
