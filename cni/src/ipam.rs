@@ -6,9 +6,14 @@
 //! binary (path, inode, size, mtime) in the state directory, so the extra exec happens once.
 //!
 //! A call can be started and collected later ([`Ipam::start`], [`Pending::wait`]) so the
-//! delegate runs while the kernel moves the VF: both are mostly waiting. The delegate dies with
-//! spinel (`PR_SET_PDEATHSIG`), so a killed plugin never leaves an allocation racing the DEL
-//! that recovers it.
+//! delegate runs while the kernel moves the VF: both are mostly waiting.
+//!
+//! A delegate is never killed because spinel was: it inherits the lock of the device its call
+//! is about ([`Target::held`]) and holds it until it exits, so whoever recovers after spinel's
+//! death (DEL, GC, the next ADD) waits for the delegate to finish before asking it to undo
+//! what it did. Killing it instead could cut a plugin's own bookkeeping in half: host-local
+//! creates a lease file before it writes whose lease it is, and a lease nobody owns is never
+//! released.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -24,7 +29,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::journal::{read_json, write_json};
+use crate::journal::{Lock, read_json, write_json};
 use crate::spec::result::CniResult;
 use crate::spec::version::negotiate;
 use crate::spec::{CniError, ErrorCode, Version};
@@ -41,6 +46,9 @@ pub struct Target<'a> {
     pub netns: Option<&'a Path>,
     /// `CNI_ARGS` for the delegate (passed through verbatim).
     pub cni_args: Option<&'a str>,
+    /// The lock of the device the call is about, which the delegate inherits and holds until
+    /// it exits.
+    pub held: Option<&'a Lock>,
 }
 
 impl Target<'_> {
@@ -50,6 +58,7 @@ impl Target<'_> {
         ifname: "",
         netns: None,
         cni_args: None,
+        held: None,
     };
 }
 
@@ -273,7 +282,9 @@ impl Ipam {
             Some(args) => cmd.env("CNI_ARGS", args),
             None => cmd.env_remove("CNI_ARGS"),
         };
-        die_with_parent(&mut cmd);
+        if let Some(lock) = target.held {
+            inherit(&mut cmd, lock.raw_fd());
+        }
         let mut child = cmd.spawn().map_err(|e| {
             failed(
                 &self.kind,
@@ -472,20 +483,16 @@ impl Ipam {
     }
 }
 
-/// Makes the delegate receive SIGKILL if spinel dies first.
-fn die_with_parent(cmd: &mut Command) {
-    let parent = std::process::id();
+/// Lets the delegate inherit descriptor `fd` (a held lock): cleared close-on-exec in the child
+/// only.
+fn inherit(cmd: &mut Command, fd: std::os::fd::RawFd) {
     #[allow(unsafe_code)]
     // SAFETY: the closure runs in the child between fork and exec and only makes the
-    // async-signal-safe calls prctl(2), getppid(2) and _exit(2).
+    // async-signal-safe fcntl(2) call on a descriptor the parent holds open.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died before prctl took effect.
-            if libc::getppid() as u32 != parent {
-                libc::_exit(1);
             }
             Ok(())
         });

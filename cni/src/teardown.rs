@@ -19,7 +19,7 @@ use hostnet::netlink::RouteSocket;
 
 use crate::attachment::PodSide;
 use crate::ipam::{Ipam, Pending, Target};
-use crate::journal::AttachmentRecord;
+use crate::journal::{AttachmentRecord, Lock};
 use crate::node::{Node, PodState, pod_state};
 use crate::spec::CniError;
 use crate::step::{StepError, to_cni_error};
@@ -35,11 +35,13 @@ pub enum Released {
     AddressPending(String),
 }
 
-/// Releases everything `record` holds. The caller holds the device's lock.
+/// Releases everything `record` holds. The caller holds the device's lock, `held`, which the
+/// IPAM delegate inherits.
 pub fn teardown(
     node: &mut Node,
     record: &AttachmentRecord,
     cni_path: &[PathBuf],
+    held: &Lock,
 ) -> Result<Released, CniError> {
     let key = &record.key;
     let pod = pod_state(node, record);
@@ -59,6 +61,7 @@ pub fn teardown(
         ifname: &key.ifname,
         netns: record.netns.as_deref(),
         cni_args: record.cni_args.as_deref(),
+        held: Some(held),
     };
     // The address is released while the kernel gives the device back: both mostly wait.
     let release: Option<Result<Pending<'_>, CniError>> = match &ipam {
@@ -169,7 +172,7 @@ pub fn retry_pending_releases(node: &Node, cni_path: &[PathBuf], budget: Option<
         .filter(|p| p.is_due())
         .take(budget.unwrap_or(usize::MAX))
     {
-        let Ok(_lock) = node
+        let Ok(lock) = node
             .journal
             .lock_attachment(&p.key, std::time::Duration::ZERO)
         else {
@@ -180,6 +183,7 @@ pub fn retry_pending_releases(node: &Node, cni_path: &[PathBuf], budget: Option<
             ifname: &p.key.ifname,
             netns: p.netns.as_deref(),
             cni_args: p.cni_args.as_deref(),
+            held: Some(&lock),
         };
         let outcome = node.ipam(&p.ipam, cni_path).and_then(|ipam: Ipam| {
             ipam.del(&p.config, p.cni_version, &target)

@@ -253,9 +253,7 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
 /// Registers SIGINT and SIGTERM handlers now, before anything tells the world we are running
 /// (a signal arriving earlier would kill us with the default action), and returns what
 /// completes on either, or at `deadline` if there is one. Call it inside the runtime.
-fn stop_signal(
-    deadline: Option<Instant>,
-) -> anyhow::Result<impl std::future::Future<Output = ()>> {
+fn stop_signal(deadline: Option<Instant>) -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
     let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
@@ -779,9 +777,7 @@ fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
                 timing.ttl()
             );
         }
-        ports
-            .run(stop, |_, _| ControlFlow::Continue(()))
-            .await?;
+        ports.run(stop, |_, _| ControlFlow::Continue(())).await?;
         anyhow::Ok(ExitCode::SUCCESS)
     })
 }

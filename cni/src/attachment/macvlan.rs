@@ -58,7 +58,7 @@ pub fn prepare(
         .journal
         .lock_attachment(&plan.key, node.settings.lock_timeout())
         .map_err(journal_error)?;
-    clear(node, None)?;
+    clear(node, None, &lock)?;
     let record = MacvlanRecord {
         master,
         rdma_devices,

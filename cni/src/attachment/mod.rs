@@ -46,7 +46,7 @@ pub struct Plan<'a> {
 /// What ADD must do before it may take the device: finish an earlier attempt at the same
 /// attachment, or reclaim the VF from an attachment whose pod is gone.
 pub type ClearTheWay<'c> =
-    &'c mut dyn FnMut(&mut Node, Option<&PciAddress>) -> Result<(), CniError>;
+    &'c mut dyn FnMut(&mut Node, Option<&PciAddress>, &Lock) -> Result<(), CniError>;
 
 /// The pod side of a teardown: the namespace ADD used, when it still exists, and a socket in it.
 pub struct PodSide<'p> {

@@ -45,7 +45,7 @@ pub fn prepare(
         .journal
         .lock_vf(&vf.pci, node.settings.lock_timeout())
         .map_err(crate::node::journal_error)?;
-    clear(node, Some(&vf.pci))?;
+    clear(node, Some(&vf.pci), &lock)?;
     let host_name = vf.netdevs.first().cloned().ok_or_else(|| {
         CniError::new(
             ErrorCode::Device,

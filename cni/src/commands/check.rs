@@ -147,6 +147,7 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
             ifname: &inv.ifname,
             netns: inv.netns.as_deref(),
             cni_args: inv.raw_args.as_deref(),
+            held: None,
         };
         node.ipam(kind, &inv.path)?
             .check(&config.raw, config.version(), &target)?;

@@ -28,14 +28,14 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
         retry_pending_releases(&node, &inv.path, Some(1));
         return Ok(());
     };
-    let _lock = record
+    let lock = record
         .device
         .kind()
         .lock(&node.journal, &key, node.settings.lock_timeout())
         .map_err(journal_error)?;
     // Re-read under the lock: a concurrent DEL may have finished already.
     match node.journal.load(&key).map_err(journal_error)? {
-        Some(record) => match teardown(&mut node, &record, &inv.path)? {
+        Some(record) => match teardown(&mut node, &record, &inv.path, &lock)? {
             Released::Complete => Ok(()),
             // The device is home and the address release is recorded and retried: the pod
             // can go; the pending release is visible in the journal and its counters.
@@ -56,6 +56,7 @@ fn release_addresses_without_record(node: &Node, inv: &Invocation, config: &Conf
         ifname: &inv.ifname,
         netns: inv.netns.as_deref(),
         cni_args: inv.raw_args.as_deref(),
+        held: None,
     };
     if let Err(e) = node
         .ipam(kind, &inv.path)

@@ -37,8 +37,8 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
             .lock(&node.journal, &record.key, node.settings.lock_timeout())
             .map_err(journal_error)
             .and_then(
-                |_lock| match node.journal.load(&record.key).map_err(journal_error)? {
-                    Some(fresh) => teardown(&mut node, &fresh, &inv.path).map(drop),
+                |lock| match node.journal.load(&record.key).map_err(journal_error)? {
+                    Some(fresh) => teardown(&mut node, &fresh, &inv.path, &lock).map(drop),
                     None => Ok(()),
                 },
             );

@@ -63,10 +63,18 @@ pub(super) fn io_err<'a>(
     }
 }
 
-/// A held lock; released when dropped (or when the process dies).
+/// A held lock; released when dropped (or when the process dies), unless a child inherited it.
 #[derive(Debug)]
 pub struct Lock {
-    _file: File,
+    file: File,
+}
+
+impl Lock {
+    /// The lock file's descriptor, for a child that must hold the lock until it exits.
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
+    }
 }
 
 /// Takes the lock file `path`, waiting up to `timeout`; `what` names the resource in errors.
@@ -82,7 +90,7 @@ pub(super) fn lock(path: &Path, what: String, timeout: Duration) -> Result<Lock,
     let mut pause = Duration::from_millis(1);
     loop {
         match file.try_lock() {
-            Ok(()) => return Ok(Lock { _file: file }),
+            Ok(()) => return Ok(Lock { file }),
             Err(fs::TryLockError::WouldBlock) if start.elapsed() < timeout => {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(20));

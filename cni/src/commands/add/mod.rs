@@ -19,7 +19,7 @@ use crate::attachment::{self, Plan};
 use crate::config::{AttachMode, Config};
 use crate::device;
 use crate::ipam::{Pending, Target};
-use crate::journal::{AttachmentKey, AttachmentRecord, DeviceRecord, Phase, SCHEMA};
+use crate::journal::{AttachmentKey, AttachmentRecord, DeviceRecord, Lock, Phase, SCHEMA};
 use crate::node::{Node, journal_error, pod_state};
 use crate::settings::Settings;
 use crate::spec::env::Invocation;
@@ -82,10 +82,11 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
         ipam,
         mac,
     };
-    let mut clear =
-        |node: &mut Node, vf: Option<&PciAddress>| make_room(node, &plan.key, vf, &inv.path);
-    let (device, _lock) = attachment::prepare(&mut node, &plan, request.as_ref(), &mut clear)?;
-    record_and_attach(&mut node, &plan, new_record(&plan, device))
+    let mut clear = |node: &mut Node, vf: Option<&PciAddress>, held: &Lock| {
+        make_room(node, &plan.key, vf, held, &inv.path)
+    };
+    let (device, lock) = attachment::prepare(&mut node, &plan, request.as_ref(), &mut clear)?;
+    record_and_attach(&mut node, &plan, new_record(&plan, device), &lock)
 }
 
 fn new_record(plan: &Plan<'_>, device: DeviceRecord) -> AttachmentRecord {
@@ -112,6 +113,7 @@ fn record_and_attach(
     node: &mut Node,
     plan: &Plan<'_>,
     mut record: AttachmentRecord,
+    lock: &Lock,
 ) -> Result<Value, CniError> {
     // Record first, claim second: a crash between the two leaves a record naming what to
     // clean, never a claim nobody will release.
@@ -121,7 +123,7 @@ fn record_and_attach(
             .set_claim(pci, &record.key)
             .map_err(journal_error)?;
     }
-    let attached = attach(node, &record, plan).and_then(|result| {
+    let attached = attach(node, &record, plan, lock).and_then(|result| {
         let json = result.to_json(plan.config.version());
         record.phase = Phase::Attached;
         record.result = Some(json.clone());
@@ -131,11 +133,11 @@ fn record_and_attach(
     match attached {
         Ok(json) => {
             tracing::info!(attachment = %record.key, "attached");
-            heal_dead_attachments(node, &record, &plan.inv.path);
+            heal_dead_attachments(node, &record, &plan.inv.path, lock);
             tracing::debug!("healing done");
             Ok(json)
         }
-        Err(err) => match teardown(node, &record, &plan.inv.path) {
+        Err(err) => match teardown(node, &record, &plan.inv.path, lock) {
             Ok(Released::Complete) => Err(err),
             Ok(Released::AddressPending(why)) => Err(err.with_detail(format!(
                 "the device is back; the address release is pending and retried: {why}"
@@ -155,6 +157,7 @@ fn make_room(
     node: &mut Node,
     key: &AttachmentKey,
     vf: Option<&PciAddress>,
+    held: &Lock,
     cni_path: &[PathBuf],
 ) -> Result<(), CniError> {
     if let Some(previous) = node.journal.load(key).map_err(journal_error)? {
@@ -167,7 +170,7 @@ fn make_room(
         tracing::info!(attachment = %key, "finishing an earlier, interrupted attempt");
         // Its device may be another VF than this ADD's; that one needs its own lock.
         let same_lock = previous.device.kind().claimed_vf() == vf;
-        let _other = if same_lock {
+        let other = if same_lock {
             None
         } else {
             Some(
@@ -178,7 +181,7 @@ fn make_room(
                     .map_err(journal_error)?,
             )
         };
-        teardown(node, &previous, cni_path)?;
+        teardown(node, &previous, cni_path, other.as_ref().unwrap_or(held))?;
     }
     let Some(vf) = vf else { return Ok(()) };
     if let Some(holder) = node.journal.claim(vf).map_err(journal_error)?
@@ -195,7 +198,7 @@ fn make_room(
             }
             Some(record) => {
                 tracing::info!(vf = %vf, previous = %holder, "reclaiming VF from an attachment whose pod is gone");
-                teardown(node, &record, cni_path)?;
+                teardown(node, &record, cni_path, held)?;
             }
             // A claim without a record: its ADD died before changing anything.
             None => node
@@ -212,6 +215,7 @@ fn attach(
     node: &mut Node,
     record: &AttachmentRecord,
     plan: &Plan<'_>,
+    lock: &Lock,
 ) -> Result<CniResult, CniError> {
     let mut pod = RouteSocket::open_in(&plan.pod_ns).map_err(|e| {
         CniError::caused(
@@ -226,6 +230,7 @@ fn attach(
         ifname: &plan.key.ifname,
         netns: plan.inv.netns.as_deref(),
         cni_args: record.cni_args.as_deref(),
+        held: Some(lock),
     };
     let allocation: Option<Pending<'_>> = plan
         .ipam
@@ -253,14 +258,19 @@ fn attach(
 /// default network, so a secondary network must clean up after itself), and retries a few
 /// pending address releases. Best effort: busy devices are skipped, failures are logged, the
 /// ADD's answer does not change.
-fn heal_dead_attachments(node: &mut Node, current: &AttachmentRecord, cni_path: &[PathBuf]) {
+fn heal_dead_attachments(
+    node: &mut Node,
+    current: &AttachmentRecord,
+    cni_path: &[PathBuf],
+    held: &Lock,
+) {
     // Temporaries of writers killed before their first record landed name nothing to clean.
     node.journal.sweep_temporaries();
     retry_pending_releases(node, cni_path, Some(HEAL_PER_ADD));
     let Ok(files) = node.journal.record_files() else {
         return;
     };
-    let held = current.device.kind().claimed_vf().cloned();
+    let own_vf = current.device.kind().claimed_vf().cloned();
     // Where the window starts: different for every ADD, without state of its own.
     let start = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -284,8 +294,8 @@ fn heal_dead_attachments(node: &mut Node, current: &AttachmentRecord, cni_path: 
             continue;
         }
         // This ADD holds its own VF's lock already; any other device is only touched if free.
-        let ours = held.is_some() && record.device.kind().claimed_vf() == held.as_ref();
-        let _lock = if ours {
+        let ours = own_vf.is_some() && record.device.kind().claimed_vf() == own_vf.as_ref();
+        let other = if ours {
             None
         } else {
             match record
@@ -302,7 +312,7 @@ fn heal_dead_attachments(node: &mut Node, current: &AttachmentRecord, cni_path: 
         let Ok(Some(fresh)) = node.journal.load(&record.key) else {
             continue;
         };
-        match teardown(node, &fresh, cni_path) {
+        match teardown(node, &fresh, cni_path, other.as_ref().unwrap_or(held)) {
             Ok(_) => {
                 tracing::info!(attachment = %fresh.key, "released an attachment whose pod is gone")
             }
