@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 cycles=${1:-200}
 ./scripts/install-deps.sh demo
 export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked --quiet -p spinel-cni -p spinel-netns-tests --bin spinel --bin cni-bench
+cargo build --release --locked --quiet -p spinel-cni -p spinel-test-tools --bin spinel --bin cni-bench
 export SPINEL_BIN="$PWD/target/release/spinel"
 bench=./target/release/cni-bench
 $bench --cycles "$cycles" --core

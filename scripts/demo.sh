@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "demo.sh: run as root (it creates network namespaces)" >&2; exit 1; }
 ./scripts/install-deps.sh demo
 export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked --quiet -p spinel-cni -p spinel-netns-tests --bin spinel --bin spinel-demo
+cargo build --release --locked --quiet -p spinel-cni -p spinel-test-tools --bin spinel --bin spinel-demo
 SPINEL_BIN="$PWD/target/release/spinel" exec ./target/release/spinel-demo
