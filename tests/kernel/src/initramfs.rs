@@ -14,8 +14,8 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use crate::cpio::CpioWriter;
+use crate::error::VmError;
 use crate::kernel::Kernel;
-use crate::vm::VmError;
 
 /// Modules stage 1 needs to reach the host root and the NICs (Debian builds them as modules).
 pub const BOOT_MODULES: &[&str] = &["virtio_pci", "virtio_net", "9pnet_virtio", "9p", "overlay"];

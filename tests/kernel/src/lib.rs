@@ -17,11 +17,13 @@
 //! See `docs/kernel-tier.md` for how it works and how to run one program by hand.
 
 mod cpio;
+mod error;
 pub mod guest;
 mod initramfs;
 mod kernel;
 mod vm;
 
+pub use error::VmError;
 pub use initramfs::{BOOT_MODULES, DEFAULT_MODULES, Initramfs};
 pub use kernel::{Kernel, KernelError};
-pub use vm::{NicModel, Vm, VmBuilder, VmError, VmOutput};
+pub use vm::{NicModel, Vm, VmBuilder, VmOutput};

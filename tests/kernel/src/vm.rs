@@ -3,18 +3,15 @@
 use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::error::{QEMU, VmError};
 use crate::initramfs::{DEFAULT_MODULES, Initramfs};
-use crate::kernel::{Kernel, KernelError};
-
-/// The QEMU binary, looked up in `PATH`.
-const QEMU: &str = "qemu-system-x86_64";
+use crate::kernel::Kernel;
 
 /// A minimal firmware for booting a Linux kernel directly.
 const QBOOT: &str = "/usr/share/qemu/qboot.rom";
@@ -28,66 +25,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Distinguishes the output directories of runs in one process.
 static RUN_COUNTER: AtomicU32 = AtomicU32::new(0);
-
-/// The harness could not boot the VM or get the command's result back.
-#[derive(Debug, thiserror::Error)]
-pub enum VmError {
-    /// QEMU is not installed.
-    #[error("{QEMU} not found in PATH; install it: apt-get install qemu-system-x86")]
-    QemuMissing,
-    /// No usable kernel.
-    #[error(transparent)]
-    Kernel(#[from] KernelError),
-    /// No static busybox for the initramfs.
-    #[error("/bin/busybox not found; install it: apt-get install busybox-static")]
-    BusyboxMissing,
-    /// A requested module is not in the kernel's module tree.
-    #[error("module {module} has no entry in {dep}")]
-    ModuleNotFound {
-        /// The module's name.
-        module: String,
-        /// The `modules.dep` searched.
-        dep: PathBuf,
-    },
-    /// A file operation of the harness failed.
-    #[error("{what} ({path}): {source}")]
-    Io {
-        /// What the harness was doing.
-        what: &'static str,
-        /// The file involved.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: io::Error,
-    },
-    /// The VM did not power off in time.
-    #[error(
-        "the VM did not finish within {timeout:?}; console and output kept in {dir}\n{console_tail}"
-    )]
-    Timeout {
-        /// The limit.
-        timeout: Duration,
-        /// The run's directory (console log, stdout, stderr).
-        dir: PathBuf,
-        /// The last lines of the serial console.
-        console_tail: String,
-    },
-    /// The VM powered off without reporting the command's exit status.
-    #[error(
-        "the VM stopped without reporting an exit status (qemu: {qemu_status}); \
-         console and output kept in {dir}\n{qemu_stderr}{console_tail}"
-    )]
-    NoStatus {
-        /// How QEMU exited.
-        qemu_status: String,
-        /// QEMU's own error output.
-        qemu_stderr: String,
-        /// The run's directory.
-        dir: PathBuf,
-        /// The last lines of the serial console.
-        console_tail: String,
-    },
-}
 
 /// What the command in the VM did.
 #[derive(Debug, Clone)]
