@@ -302,131 +302,60 @@ fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
                 .or_default() += 1;
         }
     }
-    for d in &fabric.domains {
-        if d.tier < 2 {
-            continue;
-        }
-        let lower_tier = d.tier - 1;
+    for d in fabric.domains.iter().filter(|d| d.tier >= 2) {
         let mut children: Vec<SwitchIdx> = d
             .children
             .iter()
             .flat_map(|c| fabric.domain(*c).switches.iter().copied())
             .collect();
         children.sort();
-        let parents = &d.switches;
-        // What each parent would have if every child matched its usual link count.
         let mut corrected: HashMap<u32, i64> = HashMap::new();
-        for &p in parents {
-            let linked: Vec<u32> = children
+        for &p in &d.switches {
+            check_parent(fabric, d, p, &children, &count, &mut corrected, out);
+        }
+        if d.switches.len() >= 2 {
+            check_fanout(fabric, d, &children, &count, &corrected, out);
+        }
+    }
+    check_rootless(fabric, out);
+}
+
+/// One upper switch of domain `d` against its children: an extra parallel link is an
+/// asymmetric fan-out, a missing one (where most children have it) a missing uplink.
+/// `corrected` collects what the parent's downlink total would be if every child matched the
+/// usual count.
+fn check_parent(
+    fabric: &Fabric,
+    d: &Domain,
+    p: SwitchIdx,
+    children: &[SwitchIdx],
+    count: &FxHashMap<(u32, u32), u32>,
+    corrected: &mut HashMap<u32, i64>,
+    out: &mut Vec<Finding>,
+) {
+    let lower_tier = d.tier - 1;
+    let linked: Vec<u32> = children
+        .iter()
+        .map(|c| count.get(&(c.0, p.0)).copied().unwrap_or(0))
+        .collect();
+    let n_linked = linked.iter().filter(|&&c| c > 0).count();
+    let Some(expected) = mode(linked.iter().copied().filter(|&c| c > 0)) else {
+        return;
+    };
+    let common = 2 * n_linked >= children.len();
+    let parent = fabric.switch(p);
+    for (c, &have) in children.iter().zip(&linked) {
+        let child = fabric.switch(*c);
+        if have > expected {
+            *corrected.entry(p.0).or_default() -= i64::from(have - expected);
+            let ports: Vec<String> = fabric
+                .links
                 .iter()
-                .map(|c| count.get(&(c.0, p.0)).copied().unwrap_or(0))
+                .filter(|l| {
+                    l.kind == LinkKind::Uplink && l.lower.switch == *c && l.upper.switch == p
+                })
+                .map(|l| l.lower.port.to_string())
                 .collect();
-            let n_linked = linked.iter().filter(|&&c| c > 0).count();
-            let Some(expected) = mode(linked.iter().copied().filter(|&c| c > 0)) else {
-                continue;
-            };
-            let common = 2 * n_linked >= children.len();
-            let parent = fabric.switch(p);
-            for (c, &have) in children.iter().zip(&linked) {
-                let child = fabric.switch(*c);
-                if have > expected {
-                    *corrected.entry(p.0).or_default() -= i64::from(have - expected);
-                    let ports: Vec<String> = fabric
-                        .links
-                        .iter()
-                        .filter(|l| {
-                            l.kind == LinkKind::Uplink
-                                && l.lower.switch == *c
-                                && l.upper.switch == p
-                        })
-                        .map(|l| l.lower.port.to_string())
-                        .collect();
-                    out.push(Finding {
-                        severity: Severity::Warning,
-                        kind: FindingKind::AsymmetricFanout,
-                        host: None,
-                        nic: None,
-                        switch: Some(parent.name.clone()),
-                        port: None,
-                        expected: Some(format!(
-                            "{expected} link(s) from each {}",
-                            tier_name(lower_tier)
-                        )),
-                        message: format!(
-                            "{} {} has {have} links from {} {} (ports {}), {expected} from each \
-                             other {}: ECMP over it is unbalanced",
-                            tier_name(d.tier),
-                            parent.name,
-                            tier_name(lower_tier),
-                            child.name,
-                            ports.join(", "),
-                            tier_name(lower_tier)
-                        ),
-                    });
-                    continue;
-                }
-                if have == expected || !common {
-                    continue;
-                }
-                *corrected.entry(p.0).or_default() += i64::from(expected - have);
-                let has = if have == 0 {
-                    format!("has no link to {} {}", tier_name(d.tier), parent.name)
-                } else {
-                    format!(
-                        "has {have} link(s) to {} {} where its peers have {expected}",
-                        tier_name(d.tier),
-                        parent.name
-                    )
-                };
-                out.push(Finding {
-                    severity: Severity::Error,
-                    kind: FindingKind::MissingUplink,
-                    host: None,
-                    nic: None,
-                    switch: Some(child.name.clone()),
-                    port: child.free_ports.first().map(|p| p.to_string()),
-                    expected: Some(format!("{} {}", tier_name(d.tier), parent.name)),
-                    message: format!(
-                        "{} {} {has} ({n_linked} of the {} {} in {} do); cable {}{} to {}{}",
-                        tier_name(lower_tier),
-                        child.name,
-                        children.len(),
-                        tier_plural(lower_tier),
-                        d.id,
-                        child.name,
-                        free_ports_hint(fabric, *c),
-                        parent.name,
-                        free_ports_hint(fabric, p)
-                    ),
-                });
-            }
-        }
-        if parents.len() < 2 {
-            continue;
-        }
-        let totals: Vec<(SwitchIdx, u32, u32)> = parents
-            .iter()
-            .map(|&p| {
-                let total: u32 = children
-                    .iter()
-                    .map(|c| count.get(&(c.0, p.0)).copied().unwrap_or(0))
-                    .sum();
-                let fixed = i64::from(total) + corrected.get(&p.0).copied().unwrap_or(0);
-                (p, total, u32::try_from(fixed.max(0)).unwrap_or(0))
-            })
-            .collect();
-        let Some(usual) = mode(totals.iter().map(|t| t.2)) else {
-            continue;
-        };
-        for &(p, total, adjusted) in &totals {
-            if adjusted == usual {
-                continue;
-            }
-            let parent = fabric.switch(p);
-            let reached = children
-                .iter()
-                .filter(|c| count.get(&(c.0, p.0)).is_some_and(|&n| n > 0))
-                .count();
             out.push(Finding {
                 severity: Severity::Warning,
                 kind: FindingKind::AsymmetricFanout,
@@ -434,25 +363,123 @@ fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
                 nic: None,
                 switch: Some(parent.name.clone()),
                 port: None,
-                expected: Some(format!("{usual} downlinks")),
+                expected: Some(format!(
+                    "{expected} link(s) from each {}",
+                    tier_name(lower_tier)
+                )),
                 message: format!(
-                    "{} {} has {total} downlinks to {reached} of the {} {} in {}, its peers have \
-                     {usual}: traffic through it is {}",
+                    "{} {} has {have} links from {} {} (ports {}), {expected} from each \
+                     other {}: ECMP over it is unbalanced",
                     tier_name(d.tier),
                     parent.name,
-                    children.len(),
-                    tier_plural(lower_tier),
-                    d.id,
-                    if adjusted < usual {
-                        "oversubscribed"
-                    } else {
-                        "unbalanced"
-                    }
+                    tier_name(lower_tier),
+                    child.name,
+                    ports.join(", "),
+                    tier_name(lower_tier)
                 ),
             });
+            continue;
         }
+        if have == expected || !common {
+            continue;
+        }
+        *corrected.entry(p.0).or_default() += i64::from(expected - have);
+        let has = if have == 0 {
+            format!("has no link to {} {}", tier_name(d.tier), parent.name)
+        } else {
+            format!(
+                "has {have} link(s) to {} {} where its peers have {expected}",
+                tier_name(d.tier),
+                parent.name
+            )
+        };
+        out.push(Finding {
+            severity: Severity::Error,
+            kind: FindingKind::MissingUplink,
+            host: None,
+            nic: None,
+            switch: Some(child.name.clone()),
+            port: child.free_ports.first().map(|p| p.to_string()),
+            expected: Some(format!("{} {}", tier_name(d.tier), parent.name)),
+            message: format!(
+                "{} {} {has} ({n_linked} of the {} {} in {} do); cable {}{} to {}{}",
+                tier_name(lower_tier),
+                child.name,
+                children.len(),
+                tier_plural(lower_tier),
+                d.id,
+                child.name,
+                free_ports_hint(fabric, *c),
+                parent.name,
+                free_ports_hint(fabric, p)
+            ),
+        });
     }
-    // Domains left without a parent while higher tiers exist: every switch in them lacks uplinks.
+}
+
+/// Upper switches of one domain whose downlink totals differ from their peers' beyond what
+/// missing uplinks explain.
+fn check_fanout(
+    fabric: &Fabric,
+    d: &Domain,
+    children: &[SwitchIdx],
+    count: &FxHashMap<(u32, u32), u32>,
+    corrected: &HashMap<u32, i64>,
+    out: &mut Vec<Finding>,
+) {
+    let lower_tier = d.tier - 1;
+    let totals: Vec<(SwitchIdx, u32, u32)> = d
+        .switches
+        .iter()
+        .map(|&p| {
+            let total: u32 = children
+                .iter()
+                .map(|c| count.get(&(c.0, p.0)).copied().unwrap_or(0))
+                .sum();
+            let fixed = i64::from(total) + corrected.get(&p.0).copied().unwrap_or(0);
+            (p, total, u32::try_from(fixed.max(0)).unwrap_or(0))
+        })
+        .collect();
+    let Some(usual) = mode(totals.iter().map(|t| t.2)) else {
+        return;
+    };
+    for &(p, total, adjusted) in &totals {
+        if adjusted == usual {
+            continue;
+        }
+        let parent = fabric.switch(p);
+        let reached = children
+            .iter()
+            .filter(|c| count.get(&(c.0, p.0)).is_some_and(|&n| n > 0))
+            .count();
+        out.push(Finding {
+            severity: Severity::Warning,
+            kind: FindingKind::AsymmetricFanout,
+            host: None,
+            nic: None,
+            switch: Some(parent.name.clone()),
+            port: None,
+            expected: Some(format!("{usual} downlinks")),
+            message: format!(
+                "{} {} has {total} downlinks to {reached} of the {} {} in {}, its peers have \
+                 {usual}: traffic through it is {}",
+                tier_name(d.tier),
+                parent.name,
+                children.len(),
+                tier_plural(lower_tier),
+                d.id,
+                if adjusted < usual {
+                    "oversubscribed"
+                } else {
+                    "unbalanced"
+                }
+            ),
+        });
+    }
+}
+
+/// Domains left without a parent while higher tiers exist: every switch in them lacks uplinks.
+fn check_rootless(fabric: &Fabric, out: &mut Vec<Finding>) {
     for d in &fabric.domains {
         if d.parent.is_some() || d.tier >= fabric.depth {
             continue;
