@@ -9,9 +9,9 @@ use std::process::{Command as Process, ExitCode, Stdio};
 
 use anyhow::{Context as _, bail};
 use clap::{ArgGroup, ValueEnum};
-use serde_json::{Value, json};
+use serde::Serialize;
 use topo_discovery::fabric::{
-    self, Fabric, FabricBuilder, InferOptions, RailKey, dot, kueue, labels, slurm, volcano, yaml,
+    self, Fabric, FabricBuilder, InferOptions, RailKey, dot, kueue, labels, slurm, volcano,
 };
 use topo_discovery::sources::{self, ParseOptions};
 
@@ -149,19 +149,18 @@ fn infer(args: &InferArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &fabric::json::document(&fabric))?;
         writeln!(out)?;
     } else if args.labels {
-        let objects = labels::node_objects(&fabric, &label_options);
-        write_objects(&mut out, &objects, args.format)?;
+        // One Node at a time: 100k nodes' objects are never all in memory.
+        let keys = labels::LabelKeys::new(&fabric, &label_options);
+        let nodes = (0..fabric.hosts.len())
+            .map(|h| labels::node_object(keys.host_labels(&fabric, fabric::HostIdx(h as u32))));
+        write_objects(&mut out, nodes, args.format)?;
     } else if args.hypernodes {
-        let objects: Vec<Value> = volcano::hypernodes(&fabric, &label_options)
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()?;
-        write_objects(&mut out, &objects, args.format)?;
+        let objects = volcano::hypernodes(&fabric, &label_options);
+        write_objects(&mut out, objects.iter(), args.format)?;
     } else if args.kueue {
-        let topology =
-            serde_json::to_value(kueue::topology(&fabric, &args.kueue_name, &label_options))?;
+        let topology = kueue::topology(&fabric, &args.kueue_name, &label_options);
         match args.format {
-            ObjectFormat::Yaml => out.write_all(yaml::to_string(&topology).as_bytes())?,
+            ObjectFormat::Yaml => write_yaml(&mut out, &topology)?,
             ObjectFormat::Json => {
                 serde_json::to_writer_pretty(&mut out, &topology)?;
                 writeln!(out)?;
@@ -236,22 +235,58 @@ fn read(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
 
-fn write_objects(
+/// Several objects: YAML documents separated by `---`, or a `v1/List` in JSON (as kubectl
+/// prints them), written one by one.
+fn write_objects<T: Serialize>(
     out: &mut impl std::io::Write,
-    objects: &[Value],
+    objects: impl Iterator<Item = T>,
     format: ObjectFormat,
 ) -> anyhow::Result<()> {
     match format {
-        ObjectFormat::Yaml => out.write_all(yaml::documents(objects).as_bytes())?,
+        ObjectFormat::Yaml => {
+            for (i, object) in objects.enumerate() {
+                if i > 0 {
+                    out.write_all(b"---\n")?;
+                }
+                write_yaml(out, &object)?;
+            }
+        }
         ObjectFormat::Json => {
-            serde_json::to_writer_pretty(
-                &mut *out,
-                &json!({"apiVersion": "v1", "kind": "List", "items": objects}),
-            )?;
+            let list = List {
+                api_version: "v1",
+                items: Items(std::cell::RefCell::new(Some(objects))),
+                kind: "List",
+            };
+            serde_json::to_writer_pretty(&mut *out, &list)?;
             writeln!(out)?;
         }
     }
     Ok(())
+}
+
+/// One YAML document in kubectl's block style.
+fn write_yaml(out: &mut impl std::io::Write, object: &impl Serialize) -> anyhow::Result<()> {
+    serde_saphyr::to_io_writer(out, object).context("writing YAML")?;
+    Ok(())
+}
+
+/// A `v1/List` whose items are serialised as they are produced.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase", bound(serialize = "Items<I>: Serialize"))]
+struct List<I> {
+    api_version: &'static str,
+    items: Items<I>,
+    kind: &'static str,
+}
+
+/// An iterator serialised as a sequence, once.
+struct Items<I>(std::cell::RefCell<Option<I>>);
+
+impl<I: Iterator<Item = T>, T: Serialize> Serialize for Items<I> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let items = self.0.borrow_mut().take();
+        serializer.collect_seq(items.into_iter().flatten())
+    }
 }
 
 fn render_svg(dot_text: &str, svg: &Path) -> anyhow::Result<()> {
@@ -306,5 +341,114 @@ fn report(fabric: &Fabric) {
     );
     for f in &fabric.findings {
         let _ = writeln!(err, "{f}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::Node;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use topo_discovery::fabric::volcano::{
+        HyperNode, HyperNodeSpec, MemberSelector, MemberSpec, MemberType,
+    };
+
+    use super::*;
+
+    fn render(objects: &[impl Serialize], format: ObjectFormat) -> String {
+        let mut out = Vec::new();
+        write_objects(&mut out, objects.iter(), format).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn kubernetes_objects_render_in_kubectls_block_style() {
+        let node = Node {
+            metadata: ObjectMeta {
+                name: Some("h1".into()),
+                labels: Some(BTreeMap::from([
+                    ("fabric.spinel.dev/rails".to_owned(), "2".to_owned()),
+                    ("a/b".to_owned(), "yes".to_owned()),
+                ])),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        };
+        let hn = HyperNode::new(
+            ObjectMeta {
+                name: Some("spine1.leaf1-2".into()),
+                ..ObjectMeta::default()
+            },
+            HyperNodeSpec {
+                members: vec![MemberSpec {
+                    selector: MemberSelector::exact("h1"),
+                    member_type: MemberType::Node,
+                }],
+                tier: 1,
+                tier_name: Some("leaf".into()),
+            },
+        );
+        assert_eq!(
+            render(&[node], ObjectFormat::Yaml),
+            "\
+apiVersion: v1
+kind: Node
+metadata:
+  labels:
+    a/b: \"yes\"
+    fabric.spinel.dev/rails: \"2\"
+  name: h1
+"
+        );
+        assert_eq!(
+            render(&[hn.clone(), hn], ObjectFormat::Yaml),
+            "\
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata:
+  name: spine1.leaf1-2
+spec:
+  members:
+  - selector:
+      exactMatch:
+        name: h1
+    type: Node
+  tier: 1
+  tierName: leaf
+---
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata:
+  name: spine1.leaf1-2
+spec:
+  members:
+  - selector:
+      exactMatch:
+        name: h1
+    type: Node
+  tier: 1
+  tierName: leaf
+"
+        );
+    }
+
+    #[test]
+    fn ambiguous_strings_are_quoted_and_lists_stream_as_json() {
+        let values = [
+            "", "true", "No", "1", "1.5", "a: b", "#x", "null", "~", "on",
+        ];
+        let labels: BTreeMap<String, String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("k{i}"), (*v).to_owned()))
+            .collect();
+        let yaml = render(std::slice::from_ref(&labels), ObjectFormat::Yaml);
+        let back: BTreeMap<String, String> = serde_saphyr::from_str(&yaml).unwrap();
+        assert_eq!(back, labels, "{yaml}");
+        let json = render(&[labels.clone(), labels], ObjectFormat::Json);
+        let list: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(list["kind"], "List");
+        assert_eq!(list["items"].as_array().map(Vec::len), Some(2));
     }
 }

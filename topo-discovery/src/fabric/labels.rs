@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use spinel_api::labels::LabelOptions;
 
@@ -19,14 +20,16 @@ pub struct NodeLabels {
 }
 
 /// Label keys built once per fabric rather than once per node.
-struct Keys {
+#[derive(Debug, Clone)]
+pub struct LabelKeys {
     tiers: Vec<String>,
     rails: Vec<String>,
     count: String,
 }
 
-impl Keys {
-    fn new(fabric: &Fabric, options: &LabelOptions) -> Self {
+impl LabelKeys {
+    /// The keys of `fabric`'s tiers and rails under `options`.
+    pub fn new(fabric: &Fabric, options: &LabelOptions) -> Self {
         Self {
             tiers: (1..=fabric.depth.max(1))
                 .map(|t| options.tier_key(t))
@@ -37,9 +40,14 @@ impl Keys {
             count: options.rails_key(),
         }
     }
+
+    /// The labels of one host (see [`host_labels`]).
+    pub fn host_labels(&self, fabric: &Fabric, host: HostIdx) -> NodeLabels {
+        labels_with(fabric, host, self)
+    }
 }
 
-fn labels_with(fabric: &Fabric, host: HostIdx, keys: &Keys) -> NodeLabels {
+fn labels_with(fabric: &Fabric, host: HostIdx, keys: &LabelKeys) -> NodeLabels {
     let h = fabric.host(host);
     let mut labels = BTreeMap::new();
     for d in fabric.host_path(host) {
@@ -68,28 +76,35 @@ fn labels_with(fabric: &Fabric, host: HostIdx, keys: &Keys) -> NodeLabels {
 /// Labels for one host: the id of each enclosing domain under its tier key, the leaf id for
 /// each connected rail, and the number of connected rails.
 pub fn host_labels(fabric: &Fabric, host: HostIdx, options: &LabelOptions) -> NodeLabels {
-    labels_with(fabric, host, &Keys::new(fabric, options))
+    labels_with(fabric, host, &LabelKeys::new(fabric, options))
 }
 
 /// Labels for every host, in host order.
 pub fn node_labels(fabric: &Fabric, options: &LabelOptions) -> Vec<NodeLabels> {
-    let keys = Keys::new(fabric, options);
+    let keys = LabelKeys::new(fabric, options);
     (0..fabric.hosts.len())
         .map(|i| labels_with(fabric, HostIdx(i as u32), &keys))
         .collect()
 }
 
-/// Partial `v1/Node` objects carrying only the labels: apply them with
+/// A partial `v1/Node` carrying only the labels: apply it with
 /// `kubectl apply --server-side --field-manager=spinel` so no other field is touched.
-pub fn node_objects(fabric: &Fabric, options: &LabelOptions) -> Vec<Value> {
+pub fn node_object(labels: NodeLabels) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some(labels.node),
+            labels: Some(labels.labels),
+            ..ObjectMeta::default()
+        },
+        spec: None,
+        status: None,
+    }
+}
+
+/// Partial `v1/Node` objects for every host, in host order (see [`node_object`]).
+pub fn node_objects(fabric: &Fabric, options: &LabelOptions) -> Vec<Node> {
     node_labels(fabric, options)
         .into_iter()
-        .map(|n| {
-            json!({
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": n.node, "labels": n.labels},
-            })
-        })
+        .map(node_object)
         .collect()
 }

@@ -29,7 +29,6 @@ pub mod names;
 pub mod slurm;
 pub mod synthetic;
 pub mod volcano;
-pub mod yaml;
 
 pub use ingest::{AdvertisedPort, FabricBuilder};
 pub use model::{
