@@ -51,8 +51,9 @@ pub(crate) fn build(draft: Draft) -> Fabric {
     let rail_optimized = leaf_rails(&hosts, &mut switches, rails.len());
     assign_hosts(&mut hosts, &switches, &mut domains);
     higher_tiers(&mut domains, &mut switches, &links, depth);
-    name_domains(&mut domains, &switches, &salts, depth);
-    name_switches(&mut switches, &domains, &salts);
+    let segments = id_segments(&switches);
+    name_domains(&mut domains, &segments, &salts, depth);
+    name_switches(&mut switches, &domains, &segments, &salts);
     for d in &mut domains {
         d.children.sort_by_key(|c| c.0);
     }
@@ -249,16 +250,39 @@ fn higher_tiers(
     }
 }
 
+/// Each switch's id segment: its name sanitised, without the domain part of a fully
+/// qualified name (`leaf1.fab.example` gives `leaf1`) when the first label is a host name
+/// (starts with a letter) that no other switch's first label repeats. So FQDN fabrics keep
+/// readable ids instead of falling back to hashes.
+fn id_segments(switches: &[Switch]) -> Vec<String> {
+    let first = |name: &str| -> Option<String> {
+        let (label, rest) = name.split_once('.')?;
+        (label.starts_with(|c: char| c.is_ascii_alphabetic()) && !rest.is_empty())
+            .then(|| label.to_ascii_lowercase())
+    };
+    let mut count: HashMap<String, u32> = HashMap::new();
+    for sw in switches {
+        let key = first(&sw.name).unwrap_or_else(|| sw.name.to_ascii_lowercase());
+        *count.entry(key).or_default() += 1;
+    }
+    switches
+        .iter()
+        .map(|sw| match first(&sw.name) {
+            Some(label) if count.get(&label) == Some(&1) => sanitize_segment(&label),
+            _ => sanitize_segment(&sw.name),
+        })
+        .collect()
+}
+
 /// Names and ids, top-down so that children qualify with their parent's final id; clashes get
 /// a hash of their switches' salts.
-fn name_domains(domains: &mut [Domain], switches: &[Switch], salts: &[String], depth: u8) {
+fn name_domains(domains: &mut [Domain], segments: &[String], salts: &[String], depth: u8) {
     for d in domains.iter_mut() {
-        let segments: Vec<String> = d
+        let refs: Vec<&str> = d
             .switches
             .iter()
-            .map(|s| sanitize_segment(&switches[s.0 as usize].name))
+            .map(|s| segments[s.0 as usize].as_str())
             .collect();
-        let refs: Vec<&str> = segments.iter().map(String::as_str).collect();
         d.name = group_name(&refs);
     }
     let mut taken: HashMap<String, u32> = HashMap::new();
@@ -299,17 +323,21 @@ fn name_domains(domains: &mut [Domain], switches: &[Switch], salts: &[String], d
 }
 
 /// Switch ids: the domain's id for a domain's only switch, else qualified by it.
-fn name_switches(switches: &mut [Switch], domains: &[Domain], salts: &[String]) {
+fn name_switches(
+    switches: &mut [Switch],
+    domains: &[Domain],
+    segments: &[String],
+    salts: &[String],
+) {
     let mut ids: Vec<String> = switches
         .iter()
-        .map(|sw| match sw.domain {
+        .zip(segments)
+        .map(|(sw, segment)| match sw.domain {
             Some(DomainIdx(d)) if domains[d as usize].switches.len() == 1 => {
                 domains[d as usize].id.clone()
             }
-            Some(DomainIdx(d)) => {
-                qualify(Some(&domains[d as usize].id), &sanitize_segment(&sw.name))
-            }
-            None => sanitize_segment(&sw.name),
+            Some(DomainIdx(d)) => qualify(Some(&domains[d as usize].id), segment),
+            None => segment.clone(),
         })
         .collect();
     let mut count: HashMap<String, u32> = HashMap::new();
@@ -354,6 +382,7 @@ mod tests {
             domain: None,
             rails: Vec::new(),
             free_ports: Vec::new(),
+            management: false,
         }
     }
 
@@ -380,6 +409,7 @@ mod tests {
                         switch: SwitchIdx(l),
                         port: port("swp1"),
                     }),
+                    peer: None,
                 })
                 .collect(),
             seen_from_switches_only: false,
@@ -480,11 +510,36 @@ mod tests {
         let mut domains = leaf_groups(&host_leaves(&hosts), &mut switches);
         higher_tiers(&mut domains, &mut switches, &links, 2);
         let salts: Vec<String> = switches.iter().map(|s| s.name.clone()).collect();
-        name_domains(&mut domains, &switches, &salts, 2);
+        let segments = id_segments(&switches);
+        name_domains(&mut domains, &segments, &salts, 2);
         let ids: Vec<&str> = domains.iter().map(|d| d.id.as_str()).collect();
         assert_eq!(ids, ["spine1.leaf1-2", "spine1.leaf3-4", "spine1"]);
-        name_switches(&mut switches, &domains, &salts);
+        name_switches(&mut switches, &domains, &segments, &salts);
         assert_eq!(switches[0].id, "spine1.leaf1-2.leaf1");
         assert_eq!(switches[4].id, "spine1");
+    }
+
+    #[test]
+    fn fully_qualified_names_give_readable_segments_unless_their_first_labels_clash() {
+        let names = [
+            "leaf1.fab.example",
+            "Spine1.fab.example",
+            "leaf2.pod1.example",
+            "leaf2.pod2.example",
+            "10.0.0.1",
+            "tor",
+        ];
+        let switches: Vec<Switch> = names.iter().map(|n| sw(n, None)).collect();
+        assert_eq!(
+            id_segments(&switches),
+            [
+                "leaf1",
+                "spine1",
+                "leaf2-pod1-example",
+                "leaf2-pod2-example",
+                "10-0-0-1",
+                "tor"
+            ]
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! [`FabricBuilder`]: takes neighbour tables one at a time and keeps only what inference needs,
 //! interned, so a fleet's tables can be streamed without holding them all.
 
-use spinel_wire::neighbor::{Capability, NeighborTable, Observer, PortId};
+use spinel_wire::neighbor::{Capabilities, NeighborTable, Observer, PortId};
 
 use super::model::Fabric;
 use super::options::InferOptions;
@@ -15,6 +15,17 @@ pub struct AdvertisedPort {
     pub port: String,
     /// The Port ID TLV it sends.
     pub port_id: PortId,
+}
+
+/// What a capture says about its observer beyond the table itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ObserverFacts<'a> {
+    /// The capabilities the observer advertises (lldpd's own chassis).
+    pub capabilities: Option<&'a Capabilities>,
+    /// The table's role was derived from those capabilities (lldpd: Bridge means switch,
+    /// Station means host), not stated by whoever wrote the table. Such a role is capability
+    /// evidence, weaker than a host list or the fabric NICs.
+    pub role_from_capabilities: bool,
 }
 
 /// Collects neighbour tables for inference.
@@ -39,7 +50,24 @@ impl FabricBuilder {
 
     /// Adds one system's neighbour table.
     pub fn add_table(&mut self, table: &NeighborTable) {
-        let observer = self.add_observer(&table.observer);
+        self.add_table_with(table, &ObserverFacts::default());
+    }
+
+    /// Adds one system's neighbour table with what its capture says about the observer.
+    pub fn add_table_with(&mut self, table: &NeighborTable, facts: &ObserverFacts<'_>) {
+        self.add_capture(table, facts, &[]);
+    }
+
+    /// Adds one system's capture: its table, what the capture says about the observer, and
+    /// the Port IDs it advertises on its ports (see [`Self::add_advertised_ports`]).
+    pub fn add_capture(
+        &mut self,
+        table: &NeighborTable,
+        facts: &ObserverFacts<'_>,
+        advertised: &[AdvertisedPort],
+    ) {
+        let observer = self.add_observer(&table.observer, facts);
+        self.add_advertised(observer, advertised);
         let raw = &mut self.raw;
         for port in &table.ports {
             let port_sym = raw.strings.intern(&port.port);
@@ -52,16 +80,7 @@ impl FabricBuilder {
                 let port_value = raw.strings.intern(&n.port_id.value);
                 let port_descr = raw.opt(n.port_description.as_deref());
                 let sys_name = raw.opt(n.system_name.as_deref());
-                let caps = n.capabilities.as_ref().map_or(0, |c| {
-                    let mut bits = caps::PRESENT;
-                    if c.enabled.contains(&Capability::Bridge) {
-                        bits |= caps::BRIDGE;
-                    }
-                    if c.enabled.contains(&Capability::Router) {
-                        bits |= caps::ROUTER;
-                    }
-                    bits
-                });
+                let caps = caps::bits(n.capabilities.as_ref());
                 raw.neighbors.push(RawNeighbor {
                     observer,
                     port: port_sym,
@@ -79,7 +98,11 @@ impl FabricBuilder {
     /// Adds the Port IDs a switch advertises on its ports, so that neighbours' views of it (an
     /// alias, a MAC) resolve to its interface names.
     pub fn add_advertised_ports(&mut self, observer: &Observer, ports: &[AdvertisedPort]) {
-        let observer = self.add_observer(observer);
+        let observer = self.add_observer(observer, &ObserverFacts::default());
+        self.add_advertised(observer, ports);
+    }
+
+    fn add_advertised(&mut self, observer: u32, ports: &[AdvertisedPort]) {
         let raw = &mut self.raw;
         for p in ports {
             let port = raw.strings.intern(&p.port);
@@ -105,7 +128,7 @@ impl FabricBuilder {
         self.raw
     }
 
-    fn add_observer(&mut self, observer: &Observer) -> u32 {
+    fn add_observer(&mut self, observer: &Observer, facts: &ObserverFacts<'_>) -> u32 {
         let raw = &mut self.raw;
         let name = raw.strings.intern(&observer.name);
         let chassis = match &observer.chassis_id {
@@ -116,6 +139,8 @@ impl FabricBuilder {
             name,
             chassis,
             role: observer.role,
+            role_from_caps: facts.role_from_capabilities,
+            caps: caps::bits(facts.capabilities),
         });
         (raw.observers.len() - 1) as u32
     }

@@ -30,12 +30,12 @@ pub mod slurm;
 pub mod synthetic;
 pub mod volcano;
 
-pub use ingest::{AdvertisedPort, FabricBuilder};
+pub use ingest::{AdvertisedPort, FabricBuilder, ObserverFacts};
 pub use model::{
     Domain, DomainIdx, Fabric, Finding, FindingKind, Host, HostIdx, LinkEnd, LinkKind, Nic,
-    NicLink, PortRef, Severity, Switch, SwitchIdx, SwitchLink,
+    NicLink, NicPeer, PortRef, Severity, Switch, SwitchIdx, SwitchLink,
 };
-pub use options::{InferOptions, RailKey};
+pub use options::{FabricNics, InferOptions, NicPattern, RailKey};
 pub use report::tier_name;
 
 use spinel_wire::neighbor::NeighborTable;

@@ -14,12 +14,28 @@ pub(crate) const NONE: u32 = u32::MAX;
 
 /// Capability bits kept per sighting.
 pub(crate) mod caps {
+    use spinel_wire::neighbor::{Capabilities, Capability};
+
     /// The System Capabilities TLV was present.
     pub const PRESENT: u8 = 1;
     /// Bridge enabled.
     pub const BRIDGE: u8 = 2;
     /// Router enabled.
     pub const ROUTER: u8 = 4;
+
+    /// The bits of a System Capabilities TLV (0 when absent).
+    pub fn bits(c: Option<&Capabilities>) -> u8 {
+        c.map_or(0, |c| {
+            let mut bits = PRESENT;
+            if c.enabled.contains(&Capability::Bridge) {
+                bits |= BRIDGE;
+            }
+            if c.enabled.contains(&Capability::Router) {
+                bits |= ROUTER;
+            }
+            bits
+        })
+    }
 }
 
 /// Packs two 32-bit ids into one sortable key.
@@ -75,6 +91,11 @@ pub(crate) struct RawObserver {
     pub name: u32,
     pub chassis: u32,
     pub role: Option<Role>,
+    /// The role was derived from the capabilities the system advertises (lldpd), not stated
+    /// by the table's writer: capability evidence, not an explicit role.
+    pub role_from_caps: bool,
+    /// The capabilities the observer itself advertises, when the capture says ([`caps`] bits).
+    pub caps: u8,
 }
 
 /// One neighbour seen on one port of one observer.

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::fabric::model::{
-    Finding, FindingKind, Host, Nic, NicLink, PortRef, Severity, Switch, SwitchIdx,
+    Finding, FindingKind, Host, HostIdx, Nic, NicLink, NicPeer, PortRef, Severity, Switch,
+    SwitchIdx,
 };
 use crate::fabric::names::natural_cmp;
 use crate::fabric::options::RailKey;
 use crate::fabric::raw::{Interner, NONE, RawNeighbor, hi, key, lo};
 
-use super::observe::{Candidate, HostNames, Observations, PortMaps};
+use super::observe::{Candidate, HostNames, Observations, PortMaps, is_ifname};
 
 /// Phase 11 output: hosts in natural name order.
 #[derive(Debug, Default)]
@@ -28,8 +29,11 @@ pub(super) struct HostRecords {
 /// What choosing a NIC's link reads.
 pub(super) struct LinkContext<'a> {
     pub neighbors: &'a [RawNeighbor],
+    pub chassis: &'a [(u8, u32)],
     pub ports: &'a PortMaps,
     pub switches: &'a [Switch],
+    /// Per entity: its host name, [`NONE`] for switches.
+    pub host_name_of_entity: &'a [u32],
     pub strings: &'a Interner,
 }
 
@@ -50,7 +54,8 @@ pub(super) fn host_records(
     for per_host in obs.slots.chunk_by(|a, b| hi(*a) == hi(*b)) {
         let h = hi(per_host[0]);
         let name = strings.get(hosts.names[h as usize]).to_string();
-        let mut nics: Vec<(u32, Option<NicLink>)> = Vec::with_capacity(per_host.len());
+        let mut nics: Vec<(u32, Option<NicLink>, Option<NicPeer>)> =
+            Vec::with_capacity(per_host.len());
         for &slot in per_host {
             while next < candidates.len() && candidates[next].slot < slot {
                 next += 1;
@@ -60,19 +65,15 @@ pub(super) fn host_records(
                 next += 1;
             }
             let nic = lo(slot);
-            let link = pick_link(
-                &candidates[first..next],
-                cx,
-                &name,
-                strings.get(nic),
-                findings,
-            );
+            let seen = &candidates[first..next];
+            let peer = peer_of(seen, cx, hosts);
+            let link = pick_link(seen, cx, &name, strings.get(nic), peer.as_ref(), findings);
             if let Some((l, sym)) = &link
                 && *sym != NONE
             {
                 used.push(key(l.switch.0, *sym));
             }
-            nics.push((nic, link.map(|(l, _)| l)));
+            nics.push((nic, link.map(|(l, _)| l), peer));
         }
         nics.sort_by(|a, b| natural_cmp(strings.get(a.0), strings.get(b.0)));
         let syms: Vec<u32> = nics.iter().map(|n| n.0).collect();
@@ -81,10 +82,11 @@ pub(super) fn host_records(
             domain: None,
             nics: nics
                 .into_iter()
-                .map(|(nic, link)| Nic {
+                .map(|(nic, link, peer)| Nic {
                     name: strings.get(nic).clone(),
                     rail: 0,
                     link,
+                    peer,
                 })
                 .collect(),
             seen_from_switches_only: !hosts.own_table[h as usize],
@@ -119,16 +121,65 @@ pub(super) fn host_records(
         records.hosts.push(host);
         records.nic_syms.extend(syms);
     }
+    // Peers name hosts by first-met index so far; now hosts have their final order.
+    let mut final_index = vec![0u32; order.len()];
+    for (i, &h) in order.iter().enumerate() {
+        final_index[h as usize] = i as u32;
+    }
+    for nic in records.hosts.iter_mut().flat_map(|h| h.nics.iter_mut()) {
+        if let Some(HostIdx(h)) = nic.peer.as_mut().and_then(|p| p.host.as_mut()) {
+            *h = final_index[*h as usize];
+        }
+    }
     records
+}
+
+/// The first (natural order) system a NIC sees that is not a switch, with its host index by
+/// first sight (remapped once hosts are ordered).
+fn peer_of(seen: &[Candidate], cx: &LinkContext<'_>, hosts: &HostNames) -> Option<NicPeer> {
+    seen.iter()
+        .filter(|c| c.switch == NONE && c.src != NONE)
+        .map(|c| {
+            let n = &cx.neighbors[c.src as usize];
+            let host_name = cx.host_name_of_entity[n.chassis as usize];
+            let system = if host_name != NONE {
+                cx.strings.get(host_name).to_string()
+            } else {
+                system_name(cx, n)
+            };
+            let port = if is_ifname(n.port_subtype) || n.port_descr == NONE {
+                cx.strings.get(n.port_value).to_string()
+            } else {
+                cx.strings.get(n.port_descr).to_string()
+            };
+            let host = (host_name != NONE)
+                .then(|| hosts.index.get(&host_name).copied())
+                .flatten()
+                .map(HostIdx);
+            NicPeer { system, port, host }
+        })
+        .min_by(|a, b| natural_cmp(&a.system, &b.system).then_with(|| a.port.cmp(&b.port)))
+}
+
+/// What a neighbour calls itself: its System Name, else its chassis ID.
+fn system_name(cx: &LinkContext<'_>, n: &RawNeighbor) -> String {
+    if n.sys_name != NONE {
+        return cx.strings.get(n.sys_name).to_string();
+    }
+    let (_, value) = cx.chassis[n.chassis as usize];
+    format!("chassis {}", cx.strings.get(value))
 }
 
 /// Chooses a NIC's link among what it sees (usually exactly one switch) and reports the rest:
 /// several neighbours (a hub, a firmware agent, a stale entry), or a neighbour that is no switch.
+/// A cable to another host of the fabric is reported once per cable by the report, which
+/// knows where both ends belong; a cable to any other device is reported here.
 fn pick_link(
     seen: &[Candidate],
     cx: &LinkContext<'_>,
     host: &str,
     nic: &str,
+    peer: Option<&NicPeer>,
     findings: &mut Vec<Finding>,
 ) -> Option<(NicLink, u32)> {
     let port_of = |c: &Candidate| -> (PortRef, u32) {
@@ -174,14 +225,7 @@ fn pick_link(
     let mut not_switches: Vec<Arc<str>> = seen
         .iter()
         .filter(|c| c.switch == NONE)
-        .map(|c| {
-            let n = &cx.neighbors[c.src as usize];
-            if n.sys_name != NONE {
-                cx.strings.get(n.sys_name).clone()
-            } else {
-                Arc::from(format!("chassis {}", n.chassis))
-            }
-        })
+        .map(|c| Arc::from(system_name(cx, &cx.neighbors[c.src as usize])))
         .collect();
     not_switches.sort_by(|a, b| natural_cmp(a, b));
     not_switches.dedup();
@@ -218,7 +262,9 @@ fn pick_link(
                 names.first().map_or("none", String::as_str)
             ),
         });
-    } else if let Some(other) = not_switches.first() {
+    } else if let Some(other) = not_switches.first()
+        && peer.is_none_or(|p| p.host.is_none())
+    {
         findings.push(Finding {
             severity: Severity::Error,
             kind: FindingKind::NotASwitch,

@@ -3,13 +3,16 @@
 
 use std::sync::Arc;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use spinel_wire::neighbor::{ChassisId, ChassisIdSubtype, Role};
 
 use crate::fabric::model::{Finding, FindingKind, Severity, Switch};
 use crate::fabric::names::natural_cmp;
-use crate::fabric::raw::{Interner, NONE, RawNeighbor, RawObserver, caps};
+use crate::fabric::raw::{Interner, NONE, RawNeighbor, RawObserver, RawPort, caps};
+
+use super::naming::NameIndex;
+use super::select::NicFilter;
 
 const CHASSIS_SUBTYPES: [ChassisIdSubtype; 7] = [
     ChassisIdSubtype::ChassisComponent,
@@ -87,7 +90,7 @@ pub(super) fn entities(
     findings: &mut Vec<Finding>,
 ) -> Entities {
     let n_chassis = chassis.len();
-    let by_name = chassis_by_name(observers, seen);
+    let by_name = chassis_by_name(observers, seen, strings);
     let mut named: FxHashMap<u32, u32> = FxHashMap::default();
     let mut of_observer = Vec::with_capacity(observers.len());
     for o in observers {
@@ -96,7 +99,7 @@ pub(super) fn entities(
         } else if o.chassis != NONE {
             o.chassis
         } else {
-            let candidates = by_name.get(&o.name).map_or(&[][..], Vec::as_slice);
+            let candidates = by_name.lookup(strings.get(o.name));
             if let [only] = candidates {
                 *only
             } else {
@@ -115,9 +118,14 @@ pub(super) fn entities(
     }
 }
 
-/// Chassis per system name, built only when a switch table lacks its chassis ID.
-fn chassis_by_name(observers: &[RawObserver], seen: &Sightings) -> FxHashMap<u32, Vec<u32>> {
-    let mut by_name: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+/// Chassis per system name (any spelling, see `naming`), built only when a table that may
+/// be a switch's lacks its chassis ID.
+fn chassis_by_name(
+    observers: &[RawObserver],
+    seen: &Sightings,
+    strings: &Interner,
+) -> NameIndex<u32> {
+    let mut by_name = NameIndex::default();
     let needs_names = observers
         .iter()
         .any(|o| o.role != Some(Role::Host) && o.chassis == NONE);
@@ -126,15 +134,11 @@ fn chassis_by_name(observers: &[RawObserver], seen: &Sightings) -> FxHashMap<u32
     }
     for (c, names) in seen.names.iter().enumerate() {
         for &(name, _) in names {
-            by_name.entry(name).or_default().push(c as u32);
+            by_name.insert(strings.get(name), c as u32);
         }
     }
     for o in observers.iter().filter(|o| o.chassis != NONE) {
-        by_name.entry(o.name).or_default().push(o.chassis);
-    }
-    for v in by_name.values_mut() {
-        v.sort_unstable();
-        v.dedup();
+        by_name.insert(strings.get(o.name), o.chassis);
     }
     by_name
 }
@@ -169,34 +173,65 @@ fn ambiguous_observer(
     }
 }
 
-/// Phase 3 (reads observers and entities): what the tables say about each entity.
+/// Phase 3 (reads observers, entities, the caller's host list and NIC selection): what the
+/// tables and the caller say about each entity.
 #[derive(Debug)]
 pub(super) struct Evidence {
-    /// Per entity: a table of its own says it is a switch.
+    /// Per entity: a table of its own states it is a switch (not derived from capabilities).
     pub explicit_switch: Vec<bool>,
     /// Per entity: it gave a table of its own.
     pub is_observer: Vec<bool>,
     /// Per entity: the names its own tables use.
     pub observer_names: Vec<Vec<u32>>,
-    /// Names that host tables use.
-    pub host_names: FxHashSet<u32>,
+    /// Per entity: the capabilities its own capture advertises.
+    pub own_caps: Vec<u8>,
+    /// Per entity: its table lists a NIC the caller's selection names as a fabric NIC.
+    pub fabric_nic: Vec<bool>,
+    /// Names that host tables use (any spelling), to the table's name.
+    pub host_tables: NameIndex<u32>,
     /// Chassis that a host table claims, with the host's name.
     pub host_chassis: FxHashMap<u32, u32>,
+    /// Hosts the caller named (host list, per-host NICs), any spelling, to the given name.
+    pub listed: NameIndex<u32>,
+    /// The caller named the hosts, so shape is not used to guess them.
+    pub hosts_named: bool,
 }
 
-/// Collects per-entity evidence from the tables.
-pub(super) fn evidence(observers: &[RawObserver], entities: &Entities) -> Evidence {
+/// What phase 3 reads besides observers and entities.
+pub(super) struct CallerHints<'a, 'b> {
+    /// Interned names of the hosts the caller named.
+    pub listed: &'a [u32],
+    /// The fabric NIC selection.
+    pub nics: &'a mut NicFilter<'b>,
+    /// Every port the tables list.
+    pub ports: &'a [RawPort],
+}
+
+/// Collects per-entity evidence from the tables and the caller.
+pub(super) fn evidence(
+    observers: &[RawObserver],
+    entities: &Entities,
+    hints: CallerHints<'_, '_>,
+    strings: &Interner,
+) -> Evidence {
     let n = entities.count;
     let mut ev = Evidence {
         explicit_switch: vec![false; n],
         is_observer: vec![false; n],
         observer_names: vec![Vec::new(); n],
-        host_names: FxHashSet::default(),
+        own_caps: vec![0; n],
+        fabric_nic: vec![false; n],
+        host_tables: NameIndex::default(),
         host_chassis: FxHashMap::default(),
+        listed: NameIndex::default(),
+        hosts_named: !hints.listed.is_empty() || hints.nics.names_hosts(),
     };
+    for &name in hints.listed {
+        ev.listed.insert(strings.get(name), name);
+    }
     for (o, &e) in observers.iter().zip(&entities.of_observer) {
         if o.role == Some(Role::Host) {
-            ev.host_names.insert(o.name);
+            ev.host_tables.insert(strings.get(o.name), o.name);
             // A host table that carries the host's chassis ID claims it, so the host seen
             // from a leaf is recognised under its table's name.
             if o.chassis != NONE {
@@ -206,47 +241,196 @@ pub(super) fn evidence(observers: &[RawObserver], entities: &Entities) -> Eviden
         if e == NONE {
             continue;
         }
-        ev.is_observer[e as usize] = true;
-        ev.observer_names[e as usize].push(o.name);
-        if o.role == Some(Role::Switch) {
-            ev.explicit_switch[e as usize] = true;
+        let e = e as usize;
+        ev.is_observer[e] = true;
+        ev.observer_names[e].push(o.name);
+        ev.own_caps[e] |= o.caps;
+        if o.role == Some(Role::Switch) && !o.role_from_caps {
+            ev.explicit_switch[e] = true;
+        }
+        if hints.nics.names_host(strings.get(o.name)) {
+            ev.fabric_nic[e] = true;
+        }
+    }
+    for p in hints.ports {
+        let e = entities.of_observer[p.observer as usize];
+        if e != NONE && !ev.fabric_nic[e as usize] {
+            let name = strings.get(observers[p.observer as usize].name);
+            ev.fabric_nic[e as usize] = hints.nics.selects(strings, name, p.port) == Some(true);
         }
     }
     ev
 }
 
-/// Phase 4 (reads evidence and sightings): switch or not, per entity. Evidence in order of
-/// strength: an explicit role, a name that is a host's, advertised capabilities, then defaults
-/// (an observer is a host, a neighbour that says nothing about itself is assumed a switch).
-pub(super) fn classify(ev: &Evidence, seen: &Sightings) -> Vec<bool> {
-    (0..ev.is_observer.len())
-        .map(|e| {
-            if ev.explicit_switch[e] {
-                return true;
-            }
-            if ev.host_chassis.contains_key(&(e as u32)) {
-                return false;
-            }
-            let host_named = ev.observer_names[e]
-                .iter()
-                .any(|n| ev.host_names.contains(n))
-                || seen
-                    .names_of(e)
-                    .iter()
-                    .any(|(n, _)| ev.host_names.contains(n));
-            if host_named {
-                return false;
-            }
-            let c = seen.caps_of(e);
-            if c & (caps::BRIDGE | caps::ROUTER) != 0 {
-                return true;
-            }
-            if c & caps::PRESENT != 0 {
-                return false;
-            }
-            !ev.is_observer[e]
+/// Every name an entity goes by: its own tables' and what neighbours saw.
+fn names_of<'a>(ev: &'a Evidence, seen: &'a Sightings, e: usize) -> impl Iterator<Item = u32> + 'a {
+    ev.observer_names[e]
+        .iter()
+        .copied()
+        .chain(seen.names_of(e).iter().map(|&(n, _)| n))
+}
+
+/// What the evidence decides before the shape of the graph is looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decided {
+    Switch,
+    Host,
+    /// Advertises Router only and gave a table: decided by what it is cabled to.
+    ByShape,
+}
+
+/// Phase 4 (reads evidence, sightings and neighbours): switch or not, per entity. Evidence in
+/// order of strength:
+///
+/// 1. the caller named it a host (host list, Kubernetes node names, per-host NICs);
+/// 2. its own table states a role (not derived from capabilities);
+/// 3. a host table claims its chassis or uses one of its names;
+/// 4. its table lists a NIC the caller's fabric NIC selection names;
+/// 5. capabilities (its own and what neighbours saw): Bridge is a switch, a System
+///    Capabilities TLV without Bridge or Router (Station) a host;
+/// 6. Router alone (a Kubernetes node with forwarding on, or a routed switch): a system that
+///    gave a table is a host when it is cabled to more bridges that are part of a switch
+///    fabric (they link to other bridges) than to hosts, and the caller named no hosts;
+///    otherwise a switch;
+/// 7. defaults: a table's observer is a host, a silent neighbour a switch.
+pub(super) fn classify(
+    ev: &Evidence,
+    seen: &Sightings,
+    neighbors: &[RawNeighbor],
+    of_observer: &[u32],
+    strings: &Interner,
+) -> Vec<bool> {
+    let decided: Vec<Decided> = (0..ev.is_observer.len())
+        .map(|e| decide(ev, seen, strings, e))
+        .collect();
+    if !decided.contains(&Decided::ByShape) {
+        return decided.iter().map(|d| *d == Decided::Switch).collect();
+    }
+    let by_shape = by_shape(&decided, neighbors, of_observer);
+    decided
+        .iter()
+        .enumerate()
+        .map(|(e, d)| match d {
+            Decided::Switch => true,
+            Decided::Host => false,
+            Decided::ByShape => !by_shape[e],
         })
         .collect()
+}
+
+fn decide(ev: &Evidence, seen: &Sightings, strings: &Interner, e: usize) -> Decided {
+    let mut names = names_of(ev, seen, e);
+    if !ev.listed.is_empty() && names.any(|n| !ev.listed.lookup(strings.get(n)).is_empty()) {
+        return Decided::Host;
+    }
+    if ev.explicit_switch[e] {
+        return Decided::Switch;
+    }
+    if ev.host_chassis.contains_key(&(e as u32))
+        || names_of(ev, seen, e).any(|n| !ev.host_tables.lookup(strings.get(n)).is_empty())
+    {
+        return Decided::Host;
+    }
+    if ev.fabric_nic[e] {
+        return Decided::Host;
+    }
+    let c = seen.caps_of(e) | ev.own_caps[e];
+    if c & caps::BRIDGE != 0 {
+        return Decided::Switch;
+    }
+    if c & caps::ROUTER != 0 {
+        return if ev.is_observer[e] && !ev.hosts_named {
+            Decided::ByShape
+        } else {
+            Decided::Switch
+        };
+    }
+    if c & caps::PRESENT != 0 {
+        return Decided::Host;
+    }
+    if ev.is_observer[e] {
+        Decided::Host
+    } else {
+        Decided::Switch
+    }
+}
+
+/// Rule 6 for the Router-only observers: per entity, true when it is a host by shape.
+fn by_shape(decided: &[Decided], neighbors: &[RawNeighbor], of_observer: &[u32]) -> Vec<bool> {
+    // Bridges that link to another bridge: part of a switch fabric, not a lone device.
+    let mut fabric = vec![false; decided.len()];
+    for n in neighbors {
+        let (a, b) = (of_observer[n.observer as usize], n.chassis);
+        if a != NONE
+            && a != b
+            && decided[a as usize] == Decided::Switch
+            && decided[b as usize] == Decided::Switch
+        {
+            fabric[a as usize] = true;
+            fabric[b as usize] = true;
+        }
+    }
+    // Per undecided observer: (fabric switches, hosts) among what its own tables see.
+    let mut votes: FxHashMap<u32, (Vec<u32>, Vec<u32>)> = FxHashMap::default();
+    for n in neighbors {
+        let a = of_observer[n.observer as usize];
+        if a == NONE || decided[a as usize] != Decided::ByShape {
+            continue;
+        }
+        let v = votes.entry(a).or_default();
+        match decided[n.chassis as usize] {
+            Decided::Switch if fabric[n.chassis as usize] => v.0.push(n.chassis),
+            Decided::Host => v.1.push(n.chassis),
+            _ => {}
+        }
+    }
+    let mut host = vec![false; decided.len()];
+    for (e, (mut switches, mut hosts)) in votes {
+        switches.sort_unstable();
+        switches.dedup();
+        hosts.sort_unstable();
+        hosts.dedup();
+        host[e as usize] = switches.len() > hosts.len();
+    }
+    host
+}
+
+/// Phase 4b (reads evidence and sightings): the name a non-switch entity goes by as a host:
+/// the name a host table claims it with (by chassis or any spelling), else its primary name;
+/// then the caller's spelling when the caller named it. [`NONE`] for switches.
+pub(super) fn host_names(
+    ev: &Evidence,
+    seen: &Sightings,
+    is_switch: &[bool],
+    primary: &[u32],
+    strings: &Interner,
+) -> Vec<u32> {
+    (0..is_switch.len())
+        .map(|e| {
+            if is_switch[e] {
+                return NONE;
+            }
+            let claimed = ev.host_chassis.get(&(e as u32)).copied().or_else(|| {
+                names_of(ev, seen, e).find_map(|n| match ev.host_tables.lookup(strings.get(n)) {
+                    [only] => Some(*only),
+                    _ => None,
+                })
+            });
+            let name = claimed.unwrap_or(primary[e]);
+            if name == NONE {
+                return NONE;
+            }
+            canonical(ev, strings, name)
+        })
+        .collect()
+}
+
+/// The caller's spelling of a host name when the caller named that host.
+pub(super) fn canonical(ev: &Evidence, strings: &Interner, name: u32) -> u32 {
+    match ev.listed.lookup(strings.get(name)) {
+        [only] => *only,
+        _ => name,
+    }
 }
 
 /// Phase 5 (reads evidence and sightings): each entity's primary name: what the system calls
@@ -336,6 +520,7 @@ pub(super) fn switch_records(
             domain: None,
             rails: Vec::new(),
             free_ports: Vec::new(),
+            management: false,
         });
         set.salts.push(salt);
     }

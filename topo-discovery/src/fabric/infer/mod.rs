@@ -11,7 +11,10 @@
 mod hosts;
 mod identity;
 mod links;
+mod management;
+mod naming;
 mod observe;
+mod select;
 mod tiers;
 
 #[cfg(test)]
@@ -21,15 +24,16 @@ use crate::fabric::domains;
 use crate::fabric::draft::Draft;
 use crate::fabric::model::Fabric;
 use crate::fabric::names::natural_cmp;
-use crate::fabric::options::InferOptions;
+use crate::fabric::options::{FabricNics, InferOptions};
 use crate::fabric::raw::RawTables;
 use crate::fabric::report;
 
 /// The whole inference: phases, then domains, then the report, findings sorted.
 pub(crate) fn run(raw: RawTables, options: &InferOptions) -> Fabric {
+    let listed = options.hosts.clone();
     let draft = draft(raw, options);
     let mut fabric = domains::build(draft);
-    report::check(&mut fabric);
+    report::check(&mut fabric, &listed);
     fabric.findings.sort_by(|a, b| {
         (a.severity, a.kind)
             .cmp(&(b.severity, b.kind))
@@ -41,6 +45,16 @@ pub(crate) fn run(raw: RawTables, options: &InferOptions) -> Fabric {
     });
     fabric.findings.dedup();
     fabric
+}
+
+/// The hosts a per-host NIC selection names.
+fn per_host_names(options: &InferOptions) -> impl Iterator<Item = &String> {
+    match &options.fabric_nics {
+        FabricNics::PerHost(map) => Some(map.keys()),
+        _ => None,
+    }
+    .into_iter()
+    .flatten()
 }
 
 fn natural_opt(a: &Option<String>, b: &Option<String>) -> std::cmp::Ordering {
@@ -62,14 +76,34 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         advertised,
     } = raw;
     let mut findings = Vec::new();
+    let listed: Vec<u32> = options
+        .hosts
+        .iter()
+        .chain(per_host_names(options))
+        .map(|h| strings.intern(h))
+        .collect();
+    let mut nics = select::NicFilter::new(&options.fabric_nics);
 
     // Who is who.
     let seen = identity::sightings(&neighbors, chassis.len());
     let entities = identity::entities(&observers, &chassis, &seen, &strings, &mut findings);
-    let evidence = identity::evidence(&observers, &entities);
-    let is_switch = identity::classify(&evidence, &seen);
+    let hints = identity::CallerHints {
+        listed: &listed,
+        nics: &mut nics,
+        ports: &ports,
+    };
+    let evidence = identity::evidence(&observers, &entities, hints, &strings);
+    let is_switch = identity::classify(
+        &evidence,
+        &seen,
+        &neighbors,
+        &entities.of_observer,
+        &strings,
+    );
     let primary = identity::primary_names(&evidence, &seen, &chassis, &strings);
     let mut switch_set = identity::switch_records(&is_switch, &primary, &chassis, &strings);
+    let host_name_of_entity =
+        identity::host_names(&evidence, &seen, &is_switch, &primary, &strings);
     drop(seen);
 
     // What was observed where.
@@ -78,9 +112,9 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         &entities.of_observer,
         &is_switch,
         &switch_set.of_entity,
+        &evidence,
+        &strings,
     );
-    let host_name_of_entity =
-        observe::entity_host_names(&is_switch, &evidence.host_chassis, &primary);
     drop(evidence);
     let port_maps = observe::port_maps(&ports, &advertised, &observed.is);
     let mut host_names = observed.hosts;
@@ -93,18 +127,23 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
             host_name_of_entity: &host_name_of_entity,
         },
         &mut host_names,
+        &mut nics,
         &mut strings,
     );
-    drop(host_name_of_entity);
 
     // Hosts, rails, links, tiers.
     let cx = hosts::LinkContext {
         neighbors: &neighbors,
+        chassis: &chassis,
         ports: &port_maps,
         switches: &switch_set.switches,
+        host_name_of_entity: &host_name_of_entity,
         strings: &strings,
     };
     let mut records = hosts::host_records(&obs, &host_names, &cx, &mut findings);
+    if !options.fabric_nics.is_explicit() {
+        management::management_switches(&mut records, &mut switch_set.switches, &mut findings);
+    }
     let rails = hosts::rails(
         &mut records.hosts,
         &records.nic_syms,

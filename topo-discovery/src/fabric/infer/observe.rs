@@ -11,6 +11,9 @@ use spinel_wire::neighbor::PortIdSubtype;
 use crate::fabric::model::PortRef;
 use crate::fabric::raw::{Interner, NONE, RawAdvertised, RawNeighbor, RawObserver, RawPort, key};
 
+use super::identity::{Evidence, canonical};
+use super::select::NicFilter;
+
 const PORT_SUBTYPES: [PortIdSubtype; 7] = [
     PortIdSubtype::InterfaceAlias,
     PortIdSubtype::PortComponent,
@@ -34,7 +37,7 @@ fn port_subtype_label(subtype: u8) -> &'static str {
     }
 }
 
-fn is_ifname(subtype: u8) -> bool {
+pub(super) fn is_ifname(subtype: u8) -> bool {
     PORT_SUBTYPES.get(subtype as usize) == Some(&PortIdSubtype::InterfaceName)
 }
 
@@ -78,13 +81,15 @@ pub(super) struct Observers {
     pub hosts: HostNames,
 }
 
-/// Phase 7 (reads entities, classification, switches): tables of hosts name hosts; the others
-/// are their switch's.
+/// Phase 7 (reads entities, classification, switches): tables of hosts name hosts (in the
+/// caller's spelling when the caller named them); the others are their switch's.
 pub(super) fn observers(
     observers: &[RawObserver],
     of_observer: &[u32],
     is_switch: &[bool],
     switch_of_entity: &[u32],
+    ev: &Evidence,
+    strings: &Interner,
 ) -> Observers {
     let mut hosts = HostNames::default();
     let is = observers
@@ -92,7 +97,7 @@ pub(super) fn observers(
         .zip(of_observer)
         .map(|(o, &e)| {
             if e == NONE || !is_switch[e as usize] {
-                let h = hosts.get_or_add(o.name);
+                let h = hosts.get_or_add(canonical(ev, strings, o.name));
                 hosts.own_table[h as usize] = true;
                 ObserverIs::Host(h)
             } else {
@@ -101,27 +106,6 @@ pub(super) fn observers(
         })
         .collect();
     Observers { is, hosts }
-}
-
-/// Phase 8 (reads classification and names): the host name of each non-switch entity (for
-/// hosts seen from leaves): the name a host table claims its chassis with, else its primary
-/// name; [`NONE`] for switches.
-pub(super) fn entity_host_names(
-    is_switch: &[bool],
-    host_chassis: &FxHashMap<u32, u32>,
-    primary: &[u32],
-) -> Vec<u32> {
-    (0..is_switch.len())
-        .map(|e| {
-            if is_switch[e] {
-                NONE
-            } else if let Some(&name) = host_chassis.get(&(e as u32)) {
-                name
-            } else {
-                primary[e]
-            }
-        })
-        .collect()
 }
 
 /// Phase 9 output: switch ports and Port ID aliases.
@@ -247,17 +231,21 @@ pub(super) struct ObservationInputs<'a> {
     pub host_name_of_entity: &'a [u32],
 }
 
-/// Phase 10 (reads ports, neighbours, observers): host NICs and what they see, switch
-/// sightings, busy switch ports; hosts seen only from their leaves join `hosts`.
+/// Phase 10 (reads ports, neighbours, observers, the NIC selection): host NICs and what they
+/// see, switch sightings, busy switch ports; hosts seen only from their leaves join `hosts`.
+/// NICs the selection leaves out are not observed at all.
 pub(super) fn observations(
     input: &ObservationInputs<'_>,
     hosts: &mut HostNames,
+    nics: &mut NicFilter<'_>,
     strings: &mut Interner,
 ) -> Observations {
     let mut obs = Observations::default();
     let mut side: Vec<(u32, u32, u32)> = Vec::new(); // (host, neighbour index, leaf)
     for p in input.ports {
-        if let ObserverIs::Host(h) = input.observer_is[p.observer as usize] {
+        if let ObserverIs::Host(h) = input.observer_is[p.observer as usize]
+            && is_fabric_nic(nics, strings, hosts, h, p.port)
+        {
             obs.slots.push(key(h, p.port));
         }
     }
@@ -265,6 +253,9 @@ pub(super) fn observations(
         let target = input.switch_of_entity[n.chassis as usize];
         match input.observer_is[n.observer as usize] {
             ObserverIs::Host(h) => {
+                if !is_fabric_nic(nics, strings, hosts, h, n.port) {
+                    continue;
+                }
                 let slot = key(h, n.port);
                 obs.slots.push(slot);
                 obs.candidates.push(Candidate {
@@ -294,7 +285,7 @@ pub(super) fn observations(
             }
         }
     }
-    seen_from_leaves(&side, input.neighbors, hosts, strings, &mut obs);
+    seen_from_leaves(&side, input.neighbors, hosts, nics, strings, &mut obs);
     obs.slots.sort_unstable();
     obs.slots.dedup();
     obs.candidates.sort_unstable_by_key(|c| c.slot);
@@ -309,6 +300,7 @@ fn seen_from_leaves(
     side: &[(u32, u32, u32)],
     neighbors: &[RawNeighbor],
     hosts: &HostNames,
+    nics: &mut NicFilter<'_>,
     strings: &mut Interner,
     obs: &mut Observations,
 ) {
@@ -329,6 +321,9 @@ fn seen_from_leaves(
             );
             strings.intern(&label)
         };
+        if !is_fabric_nic(nics, strings, hosts, h, nic) {
+            continue;
+        }
         let slot = key(h, nic);
         obs.slots.push(slot);
         obs.candidates.push(Candidate {
@@ -338,4 +333,15 @@ fn seen_from_leaves(
             own_port: n.port,
         });
     }
+}
+
+/// Whether host `h`'s NIC `nic` takes part: the selection says so, or says nothing.
+fn is_fabric_nic(
+    nics: &mut NicFilter<'_>,
+    strings: &Interner,
+    hosts: &HostNames,
+    h: u32,
+    nic: u32,
+) -> bool {
+    nics.selects(strings, strings.get(hosts.names[h as usize]), nic) != Some(false)
 }

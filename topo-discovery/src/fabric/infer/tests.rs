@@ -7,13 +7,15 @@ use spinel_wire::neighbor::{
 };
 
 use super::hosts::{self, LinkContext};
-use super::identity::{self, Entities, Evidence, Sightings, SwitchSet};
+use super::identity::{self, CallerHints, Entities, Evidence, Sightings, SwitchSet};
 use super::links;
+use super::management;
 use super::observe::{self, HostNames, ObservationInputs, Observations, ObserverIs, PortMaps};
+use super::select::NicFilter;
 use super::tiers;
 use crate::fabric::FabricBuilder;
 use crate::fabric::model::{Finding, FindingKind, LinkKind};
-use crate::fabric::options::RailKey;
+use crate::fabric::options::{FabricNics, InferOptions, NicPattern, RailKey};
 use crate::fabric::raw::{NONE, RawTables, caps, key};
 
 /// A neighbour: chassis MAC from `id`, system name, Port ID subtype and value.
@@ -128,13 +130,28 @@ struct Identity {
     evidence: Evidence,
     is_switch: Vec<bool>,
     primary: Vec<u32>,
+    host_names: Vec<u32>,
     switches: SwitchSet,
     findings: Vec<Finding>,
+    options: InferOptions,
 }
 
 fn identity(tables: &[NeighborTable]) -> Identity {
-    let raw = raw(tables);
+    identity_from_raw(raw(tables), InferOptions::default())
+}
+
+fn identity_with(tables: &[NeighborTable], options: InferOptions) -> Identity {
+    identity_from_raw(raw(tables), options)
+}
+
+fn identity_from_raw(mut raw: RawTables, options: InferOptions) -> Identity {
     let mut findings = Vec::new();
+    let listed: Vec<u32> = options
+        .hosts
+        .iter()
+        .map(|h| raw.strings.intern(h))
+        .collect();
+    let mut nics = NicFilter::new(&options.fabric_nics);
     let seen = identity::sightings(&raw.neighbors, raw.chassis.len());
     let entities = identity::entities(
         &raw.observers,
@@ -143,10 +160,22 @@ fn identity(tables: &[NeighborTable]) -> Identity {
         &raw.strings,
         &mut findings,
     );
-    let evidence = identity::evidence(&raw.observers, &entities);
-    let is_switch = identity::classify(&evidence, &seen);
+    let hints = CallerHints {
+        listed: &listed,
+        nics: &mut nics,
+        ports: &raw.ports,
+    };
+    let evidence = identity::evidence(&raw.observers, &entities, hints, &raw.strings);
+    let is_switch = identity::classify(
+        &evidence,
+        &seen,
+        &raw.neighbors,
+        &entities.of_observer,
+        &raw.strings,
+    );
     let primary = identity::primary_names(&evidence, &seen, &raw.chassis, &raw.strings);
     let switches = identity::switch_records(&is_switch, &primary, &raw.chassis, &raw.strings);
+    let host_names = identity::host_names(&evidence, &seen, &is_switch, &primary, &raw.strings);
     Identity {
         raw,
         seen,
@@ -154,8 +183,10 @@ fn identity(tables: &[NeighborTable]) -> Identity {
         evidence,
         is_switch,
         primary,
+        host_names,
         switches,
         findings,
+        options,
     }
 }
 
@@ -173,19 +204,22 @@ fn observed(id: &mut Identity) -> Observed {
         &id.entities.of_observer,
         &id.is_switch,
         &id.switches.of_entity,
+        &id.evidence,
+        &id.raw.strings,
     );
-    let names = observe::entity_host_names(&id.is_switch, &id.evidence.host_chassis, &id.primary);
     let ports = observe::port_maps(&id.raw.ports, &id.raw.advertised, &o.is);
     let mut hosts = o.hosts;
+    let mut nics = NicFilter::new(&id.options.fabric_nics);
     let obs = observe::observations(
         &ObservationInputs {
             ports: &id.raw.ports,
             neighbors: &id.raw.neighbors,
             observer_is: &o.is,
             switch_of_entity: &id.switches.of_entity,
-            host_name_of_entity: &names,
+            host_name_of_entity: &id.host_names,
         },
         &mut hosts,
+        &mut nics,
         &mut id.raw.strings,
     );
     Observed {
@@ -260,7 +294,7 @@ fn evidence_records_roles_observers_and_claimed_chassis() {
     let spine = id.entities.of_observer[0] as usize;
     assert!(id.evidence.explicit_switch[spine] && id.evidence.is_observer[spine]);
     let h1 = id.raw.observers[2].name;
-    assert!(id.evidence.host_names.contains(&h1));
+    assert_eq!(id.evidence.host_tables.lookup("h1"), [h1]);
     let claimed: Vec<u32> = id.evidence.host_chassis.values().copied().collect();
     assert_eq!(claimed, [h1]);
 }
@@ -341,9 +375,8 @@ fn observers_and_host_names_of_entities() {
     assert!(matches!(o.is[0], ObserverIs::Switch(_)));
     assert_eq!(o.is[2], ObserverIs::Host(0));
     assert_eq!(o.hosts.own_table, [true]);
-    let names = observe::entity_host_names(&id.is_switch, &id.evidence.host_chassis, &id.primary);
     assert!(
-        names
+        id.host_names
             .iter()
             .zip(&id.is_switch)
             .all(|(&n, &sw)| (n == NONE) == sw)
@@ -371,7 +404,7 @@ fn ports_resolve_by_ifname_alias_description_or_stay_advertised() {
         }],
     );
     let r = b.into_raw();
-    let mut id = identity_from_raw(r);
+    let mut id = identity_from_raw(r, InferOptions::default());
     let o = observed(&mut id);
     let leaf = id.switches.of_entity[id.entities.of_observer[1] as usize];
     let resolve = |i: usize| o.ports.resolve(&id.raw.strings, leaf, &id.raw.neighbors[i]);
@@ -398,32 +431,6 @@ fn ports_resolve_by_ifname_alias_description_or_stay_advertised() {
         (&*kept.name, kept.resolved, sym),
         ("mac:aa:bb", false, NONE)
     );
-}
-
-fn identity_from_raw(raw: RawTables) -> Identity {
-    let mut findings = Vec::new();
-    let seen = identity::sightings(&raw.neighbors, raw.chassis.len());
-    let entities = identity::entities(
-        &raw.observers,
-        &raw.chassis,
-        &seen,
-        &raw.strings,
-        &mut findings,
-    );
-    let evidence = identity::evidence(&raw.observers, &entities);
-    let is_switch = identity::classify(&evidence, &seen);
-    let primary = identity::primary_names(&evidence, &seen, &raw.chassis, &raw.strings);
-    let switches = identity::switch_records(&is_switch, &primary, &raw.chassis, &raw.strings);
-    Identity {
-        raw,
-        seen,
-        entities,
-        evidence,
-        is_switch,
-        primary,
-        switches,
-        findings,
-    }
 }
 
 #[test]
@@ -460,8 +467,10 @@ fn records(id: &mut Identity) -> (hosts::HostRecords, Vec<Finding>) {
     let o = observed(id);
     let cx = LinkContext {
         neighbors: &id.raw.neighbors,
+        chassis: &id.raw.chassis,
         ports: &o.ports,
         switches: &id.switches.switches,
+        host_name_of_entity: &id.host_names,
         strings: &id.raw.strings,
     };
     let mut findings = Vec::new();
@@ -610,4 +619,155 @@ fn unused_identity_parts_stay_consistent() {
         assert_eq!(sw != NONE, id.is_switch[e]);
     }
     assert_eq!(id.seen.names.len(), id.raw.chassis.len());
+}
+
+/// `small()` as lldpd on every box would give it with h1 routing: h1 gives its chassis and no
+/// role, and leaf1 sees it advertise Router.
+fn small_routing_host() -> Vec<NeighborTable> {
+    let mut t = small();
+    t[2].observer.chassis_id = Some(chassis(3));
+    t[2].observer.role = None;
+    t[1].ports[1].neighbors.push(with_caps(
+        seen(3, "h1", PortIdSubtype::InterfaceName, "ens10"),
+        &[Capability::Router],
+    ));
+    t
+}
+
+#[test]
+fn a_router_only_system_is_a_host_when_cabled_to_a_switch_fabric() {
+    let id = identity(&small_routing_host());
+    let h1 = id.entities.of_observer[2] as usize;
+    assert!(
+        !id.is_switch[h1],
+        "h1 hangs off leaf1, which links to spine1"
+    );
+    assert_eq!(name_of(&id, id.host_names[h1]), "h1");
+    // Named hosts: shape is not consulted, and h1 is one of them.
+    let id = identity_with(
+        &small_routing_host(),
+        InferOptions {
+            hosts: vec!["h1".into()],
+            ..InferOptions::default()
+        },
+    );
+    assert!(!id.is_switch[h1]);
+    // Named hosts that do not include it: a Router is a switch.
+    let id = identity_with(
+        &small_routing_host(),
+        InferOptions {
+            hosts: vec!["other".into()],
+            ..InferOptions::default()
+        },
+    );
+    assert!(id.is_switch[h1]);
+}
+
+#[test]
+fn the_caller_names_hosts_by_any_spelling_and_by_their_fabric_nics() {
+    let mut t = small_routing_host();
+    // h1 advertises Bridge too (a node with a CNI bridge): capabilities say switch.
+    t[1].ports[1].neighbors[0] = with_caps(
+        seen(3, "h1.fab.example", PortIdSubtype::InterfaceName, "ens10"),
+        &[Capability::Bridge, Capability::Router],
+    );
+    let h1 = |id: &Identity| id.entities.of_observer[2] as usize;
+    let id = identity(&t);
+    assert!(id.is_switch[h1(&id)], "capabilities alone");
+    let id = identity_with(
+        &t,
+        InferOptions {
+            hosts: vec!["H1".into()],
+            ..InferOptions::default()
+        },
+    );
+    assert!(!id.is_switch[h1(&id)]);
+    assert_eq!(
+        name_of(&id, id.host_names[h1(&id)]),
+        "H1",
+        "the caller's spelling"
+    );
+    let id = identity_with(
+        &t,
+        InferOptions {
+            fabric_nics: FabricNics::Matching(vec![NicPattern::new("ens*")]),
+            ..InferOptions::default()
+        },
+    );
+    assert!(!id.is_switch[h1(&id)], "it lists fabric NICs");
+}
+
+#[test]
+fn the_nic_selection_drops_other_nics_before_they_are_observed() {
+    let mut t = small();
+    t[2].ports.push(PortNeighbors {
+        port: "eno1".into(),
+        neighbors: vec![switch(9, "oob1", "swp1")],
+        counters: None,
+    });
+    let mut id = identity_with(
+        &t,
+        InferOptions {
+            fabric_nics: FabricNics::Matching(vec![NicPattern::new("ens*")]),
+            ..InferOptions::default()
+        },
+    );
+    let o = observed(&mut id);
+    let nics: Vec<&str> = o
+        .obs
+        .slots
+        .iter()
+        .map(|&s| name_of(&id, s as u32))
+        .collect();
+    assert_eq!(nics.len(), 2);
+    assert!(!nics.contains(&"eno1"));
+    let mut filter = NicFilter::new(&id.options.fabric_nics);
+    let eno1 = id.raw.strings.id_of("eno1");
+    assert_eq!(filter.selects(&id.raw.strings, "h1", eno1), Some(false));
+}
+
+#[test]
+fn a_switch_joining_otherwise_separate_groups_is_taken_for_management() {
+    // Two single-homed leaves (h1 on leaf1, h2 on leaf2) and oob1 on both hosts' eno1.
+    let tables = vec![
+        table(
+            "h1",
+            None,
+            Some(Role::Host),
+            vec![
+                ("ens1", vec![switch(1, "leaf1", "swp1")]),
+                ("eno1", vec![switch(9, "oob1", "swp1")]),
+            ],
+        ),
+        table(
+            "h2",
+            None,
+            Some(Role::Host),
+            vec![
+                ("ens1", vec![switch(2, "leaf2", "swp1")]),
+                ("eno1", vec![switch(9, "oob1", "swp2")]),
+            ],
+        ),
+    ];
+    let mut id = identity(&tables);
+    let (mut r, _) = records(&mut id);
+    let mut switches = id.switches.switches.clone();
+    let mut findings = Vec::new();
+    management::management_switches(&mut r, &mut switches, &mut findings);
+    let oob = switches.iter().position(|s| s.name == "oob1").unwrap();
+    assert!(switches[oob].management);
+    assert_eq!(findings.len(), 1);
+    assert_eq!(findings[0].kind, FindingKind::ManagementSwitch);
+    assert!(
+        r.hosts
+            .iter()
+            .all(|h| h.nics.len() == 1 && &*h.nics[0].name == "ens1")
+    );
+    assert_eq!(r.nic_syms.len(), 2, "rails follow the NICs that are left");
+    // A leaf shared by both hosts' only fabric NICs is a leaf, not a management switch.
+    let mut id = identity(&tables[..1]);
+    let (mut r, _) = records(&mut id);
+    let mut switches = id.switches.switches.clone();
+    management::management_switches(&mut r, &mut switches, &mut Vec::new());
+    assert!(switches.iter().all(|s| !s.management));
 }

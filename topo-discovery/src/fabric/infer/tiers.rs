@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use crate::fabric::model::{Finding, FindingKind, Host, LinkKind, Severity, Switch, SwitchLink};
 
 /// Phase 15 (reads hosts' links and switch links): each switch's tier, breadth-first from the
-/// leaves; `unplaced_switch` for what no leaf reaches. Returns the depth (at least 1 when there
-/// are switches).
+/// leaves, never through a management switch; `unplaced_switch` for what no leaf reaches.
+/// Returns the depth (at least 1 when there are switches).
 pub(super) fn tiers(
     switches: &mut [Switch],
     hosts: &[Host],
@@ -15,8 +15,12 @@ pub(super) fn tiers(
 ) -> u8 {
     let mut adjacency: Vec<Vec<u32>> = vec![Vec::new(); switches.len()];
     for l in links {
-        adjacency[l.lower.switch.0 as usize].push(l.upper.switch.0);
-        adjacency[l.upper.switch.0 as usize].push(l.lower.switch.0);
+        let (a, b) = (l.lower.switch.0, l.upper.switch.0);
+        if switches[a as usize].management || switches[b as usize].management {
+            continue;
+        }
+        adjacency[a as usize].push(b);
+        adjacency[b as usize].push(a);
     }
     let mut queue = VecDeque::new();
     for h in hosts {
@@ -41,7 +45,10 @@ pub(super) fn tiers(
             }
         }
     }
-    for sw in switches.iter().filter(|s| s.tier.is_none()) {
+    for sw in switches
+        .iter()
+        .filter(|s| s.tier.is_none() && !s.management)
+    {
         findings.push(Finding {
             severity: Severity::Warning,
             kind: FindingKind::UnplacedSwitch,
