@@ -321,9 +321,10 @@ fn dot_draws_every_host_and_switch_and_marks_miswiring() {
             s.name
         );
     }
+    // Edges point down the tree (switch to host), so count every red edge.
     let red = text
         .lines()
-        .filter(|l| l.contains("-> s") && l.contains("color=red"))
+        .filter(|l| l.contains(" -> ") && l.contains("color=red"))
         .count();
     assert_eq!(
         red, 4,

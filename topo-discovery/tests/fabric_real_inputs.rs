@@ -264,3 +264,45 @@ fn a_host_to_host_cable_is_one_not_a_switch_and_no_missing_rail() {
     let peer = h4.nics[1].peer.as_ref().unwrap();
     assert_eq!(peer.host, f.host_by_name("h8"));
 }
+
+#[test]
+fn the_graph_draws_both_swapped_nics_and_the_host_to_host_cable_in_red_in_order() {
+    let mut lab = Lab::two_rail_groups();
+    let [nic0, nic1] = TWO_RAIL_NICS;
+    lab.uncable("h2", nic0)
+        .uncable("h2", nic1)
+        .cable("h2", nic0, "leaf2", "swp2")
+        .cable("h2", nic1, "leaf1", "swp2")
+        .uncable("h4", nic1)
+        .uncable("h8", nic1)
+        .cable("h4", nic1, "h8", nic1);
+    let f = infer_lldpd(&lldpd(&lab, &[]), &InferOptions::default());
+    let text = dot(&f);
+    let h = |name: &str| f.host_by_name(name).unwrap().0;
+    let red_to = |host: u32| {
+        text.lines()
+            .filter(|l| l.contains(&format!("-> h{host} ")) && l.contains("color=red"))
+            .count()
+    };
+    assert_eq!(red_to(h("h2")), 2, "both swapped NICs: {text}");
+    let host_cable: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(&format!("h{} -> h{}", h("h4"), h("h8"))))
+        .collect();
+    assert_eq!(host_cable.len(), 1, "{text}");
+    assert!(host_cable[0].contains("color=red"));
+    assert!(
+        !text.contains(&format!("h{} -> h{}", h("h8"), h("h4"))),
+        "drawn once"
+    );
+    // Hosts in natural order inside their group, and edges down the tree in that order.
+    let declared: Vec<usize> = (1..=4)
+        .map(|i| text.find(&format!("[label=\"h{i}\"")).unwrap())
+        .collect();
+    assert!(declared.windows(2).all(|w| w[0] < w[1]), "{text}");
+    assert!(text.contains("ordering=out"));
+}
+
+fn dot(f: &Fabric) -> String {
+    topo_discovery::fabric::dot::render(f, topo_discovery::fabric::dot::HostDetail::Each)
+}

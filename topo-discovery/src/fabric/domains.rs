@@ -135,26 +135,73 @@ fn leaf_groups(host_leaves: &[Vec<u32>], switches: &mut [Switch]) -> Vec<Domain>
     domains
 }
 
-/// Rails per leaf: the rails carried by at least half as many hosts as its main rail. Returns
-/// whether the fabric is rail-optimised: several rails, and most leaves serve fewer rails than
-/// exist.
-fn leaf_rails(hosts: &[Host], switches: &mut [Switch], n_rails: usize) -> bool {
-    let mut counts: Vec<Vec<(u16, u32)>> = vec![Vec::new(); switches.len()];
-    for h in hosts {
-        for nic in &h.nics {
-            if let Some(l) = &nic.link {
-                let per_rail = &mut counts[l.switch.0 as usize];
-                match per_rail.iter_mut().find(|(r, _)| *r == nic.rail) {
-                    Some(c) => c.1 += 1,
-                    None => per_rail.push((nic.rail, 1)),
-                }
+/// Per leaf: (rail, hosts) for every rail its hosts' NICs carry, sorted by rail.
+fn rail_counts(hosts: &[Host], n_switches: usize, skip: &[Vec<bool>]) -> Vec<Vec<(u16, u32)>> {
+    let mut counts: Vec<Vec<(u16, u32)>> = vec![Vec::new(); n_switches];
+    for (h, host) in hosts.iter().enumerate() {
+        for (i, nic) in host.nics.iter().enumerate() {
+            let Some(l) = &nic.link else { continue };
+            if skip.get(h).is_some_and(|s| s[i]) {
+                continue;
+            }
+            let per_rail = &mut counts[l.switch.0 as usize];
+            match per_rail.iter_mut().find(|(r, _)| *r == nic.rail) {
+                Some(c) => c.1 += 1,
+                None => per_rail.push((nic.rail, 1)),
             }
         }
     }
+    for c in &mut counts {
+        c.sort_unstable();
+    }
+    counts
+}
+
+/// Per host and NIC: whether the NIC is one of a swapped pair: it sits on the main leaf of
+/// another of the host's rails while that NIC sits on this one's main leaf. Such NICs say
+/// nothing about which rails a leaf serves.
+fn swapped_nics(hosts: &[Host], counts: &[Vec<(u16, u32)>]) -> Vec<Vec<bool>> {
+    let is_main = |leaf: u32, rail: u16| {
+        let c = &counts[leaf as usize];
+        let max = c.iter().map(|x| x.1).max().unwrap_or(0);
+        c.iter().any(|&(r, n)| r == rail && n == max)
+    };
+    hosts
+        .iter()
+        .map(|h| {
+            let on: Vec<Option<u32>> = h
+                .nics
+                .iter()
+                .map(|n| n.link.as_ref().map(|l| l.switch.0))
+                .collect();
+            (0..h.nics.len())
+                .map(|i| {
+                    let Some(a) = on[i] else { return false };
+                    let r = h.nics[i].rail;
+                    !is_main(a, r)
+                        && (0..h.nics.len()).any(|j| {
+                            let s = h.nics[j].rail;
+                            j != i
+                                && on[j].is_some_and(|b| {
+                                    b != a && is_main(a, s) && is_main(b, r) && !is_main(b, s)
+                                })
+                        })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Rails per leaf: the rails carried by at least half as many hosts as its main rail, not
+/// counting swapped pairs of NICs (so one host whose cables are swapped between two leaves of
+/// a small group makes neither leaf serve both rails). Returns whether the fabric is
+/// rail-optimised: several rails, and most leaves serve fewer rails than exist.
+fn leaf_rails(hosts: &[Host], switches: &mut [Switch], n_rails: usize) -> bool {
+    let all = rail_counts(hosts, switches.len(), &[]);
+    let counts = rail_counts(hosts, switches.len(), &swapped_nics(hosts, &all));
     let mut aligned = 0usize;
     let mut leaves = 0usize;
-    for (sw, c) in counts.iter_mut().enumerate() {
-        c.sort_unstable();
+    for (sw, c) in counts.iter().enumerate() {
         let Some(max) = c.iter().map(|x| x.1).max() else {
             continue;
         };
@@ -475,6 +522,28 @@ mod tests {
         let mut one = vec![sw("leaf1", Some(1))];
         assert!(!leaf_rails(&[host("h1", &[0, 0])], &mut one, 2));
         assert_eq!(one[0].rails, [0, 1]);
+    }
+
+    #[test]
+    fn a_swapped_pair_of_nics_serves_no_rail_even_in_a_small_group() {
+        // leaf1 (0) and leaf2 (1); h1, h3 cabled right; h2 swapped; h4 has no rail-1 link.
+        let mut switches = vec![sw("leaf1", Some(1)), sw("leaf2", Some(1))];
+        let mut hosts = vec![
+            host("h1", &[0, 1]),
+            host("h2", &[1, 0]),
+            host("h3", &[0, 1]),
+            host("h4", &[0]),
+        ];
+        hosts[3].nics.truncate(1);
+        let all = rail_counts(&hosts, 2, &[]);
+        let swapped = swapped_nics(&hosts, &all);
+        assert_eq!(swapped[1], [true, true]);
+        assert!(swapped[0].iter().chain(&swapped[2]).all(|s| !s));
+        assert!(leaf_rails(&hosts, &mut switches, 2));
+        assert_eq!(
+            (&switches[0].rails[..], &switches[1].rails[..]),
+            (&[0][..], &[1][..])
+        );
     }
 
     #[test]
