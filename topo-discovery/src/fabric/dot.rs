@@ -41,8 +41,10 @@ fn quote(s: &str) -> String {
 }
 
 /// Renders the fabric as a DOT digraph. Edges point down the tree (switch to switch below, leaf
-/// to host) with `ordering=out`, so Graphviz keeps the order they are written in: hosts,
-/// switches and sibling domains left to right in natural order. Arrowheads are hidden.
+/// to host) with `ordering=out`, and no second crossing minimisation across clusters, so
+/// Graphviz keeps the order they are written in; invisible same-rank edges keep a domain's
+/// switches in order. Hosts, switches and sibling domains run left to right in natural order.
+/// Arrowheads are hidden.
 pub fn render(fabric: &Fabric, detail: HostDetail) -> String {
     let each = match detail {
         HostDetail::Each => true,
@@ -104,7 +106,7 @@ fn header(fabric: &Fabric, out: &mut String) {
     let _ = writeln!(out, "digraph fabric {{");
     let _ = writeln!(
         out,
-        "  graph [rankdir=TB, ordering=out, newrank=true, fontname=\"Helvetica\", fontsize=12, labelloc=t, label={}];",
+        "  graph [rankdir=TB, ordering=out, remincross=false, newrank=true, fontname=\"Helvetica\", fontsize=12, labelloc=t, label={}];",
         quote(&title)
     );
     let _ = writeln!(
@@ -250,6 +252,14 @@ fn cluster(fabric: &Fabric, idx: DomainIdx, each: bool, depth: usize, out: &mut 
             "{pad}  s{} [label={}];",
             s.0,
             quote(&format!("{}{rails}", sw.name))
+        );
+    }
+    if d.switches.len() > 1 {
+        let chain: Vec<String> = d.switches.iter().map(|s| format!("s{}", s.0)).collect();
+        let _ = writeln!(
+            out,
+            "{pad}  {{ rank=same; {} [style=invis]; }}",
+            chain.join(" -> ")
         );
     }
     if d.tier == 1 && !d.hosts.is_empty() {
