@@ -9,6 +9,7 @@ mod outputs;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::ValueEnum;
@@ -117,6 +118,9 @@ pub struct InferArgs {
     /// Hosts in the graph: each one, one box per leaf group, or each up to 64 hosts.
     #[arg(long, value_enum, default_value_t = DotHosts::Auto)]
     dot_hosts: DotHosts,
+    /// Print how long reading, inference and each output took, to stderr.
+    #[arg(long)]
+    timings: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -169,18 +173,23 @@ fn infer(args: &InferArgs) -> Result<ExitCode, Failure> {
     let planned = outputs::plan(args).map_err(Failure::Usage)?;
     let options = infer_options(args).map_err(Failure::Input)?;
 
+    let start = Instant::now();
     let mut builder = FabricBuilder::new();
-    let warnings = inputs::load(&args.files, &mut builder).map_err(Failure::Input)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let warnings = inputs::load(&args.files, &mut builder, threads).map_err(Failure::Input)?;
     for w in &warnings {
         eprintln!("warning: {w}");
     }
+    let mut timings = vec![("read", start.elapsed())];
     if builder.table_count() == 0 {
         return Err(Failure::Input(anyhow::anyhow!(
             "no neighbour tables in {}: give capture files or directories of them",
             args.files.join(" ")
         )));
     }
+    let start = Instant::now();
     let fabric = builder.infer(&options);
+    timings.push(("infer", start.elapsed()));
 
     let settings = outputs::Settings {
         labels: &label_options,
@@ -188,8 +197,18 @@ fn infer(args: &InferArgs) -> Result<ExitCode, Failure> {
         kueue_name: &args.kueue_name,
         dot_hosts: args.dot_hosts,
     };
-    outputs::write_all(&fabric, &planned, &settings).map_err(Failure::Output)?;
+    let start = Instant::now();
+    let written = outputs::write_all(&fabric, &planned, &settings).map_err(Failure::Output)?;
+    timings.extend(written);
+    timings.push(("outputs", start.elapsed()));
     report(&fabric);
+    if args.timings {
+        let list: Vec<String> = timings
+            .iter()
+            .map(|(what, t)| format!("{what} {:.3} s", t.as_secs_f64()))
+            .collect();
+        eprintln!("timings: {}", list.join(", "));
+    }
     Ok(ExitCode::from(if fabric.placed_hosts() == 0 {
         EXIT_NO_TOPOLOGY
     } else if fabric.error_count() > 0 {

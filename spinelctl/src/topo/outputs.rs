@@ -5,9 +5,11 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use clap::ValueEnum;
+use k8s_openapi::api::core::v1::Node;
 use serde::Serialize;
 use spinel_api::labels::LabelOptions;
 use topo_discovery::fabric::{self, Fabric, HostIdx, dot, kueue, labels, slurm, volcano};
@@ -211,12 +213,13 @@ pub struct Settings<'a> {
     pub dot_hosts: DotHosts,
 }
 
-/// Writes every planned output; the first failure names the output and stops.
+/// Writes every planned output, files in parallel (each is a function of the same fabric);
+/// the first failure in plan order is returned. Returns how long each output took.
 pub fn write_all(
     fabric: &Fabric,
     planned: &[Planned],
     settings: &Settings<'_>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<(&'static str, Duration)>> {
     if let Some(dir) = planned.iter().find_map(|p| match &p.target {
         Target::File(f) => f.parent().filter(|d| !d.as_os_str().is_empty()),
         Target::Stdout => None,
@@ -224,22 +227,40 @@ pub fn write_all(
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the output directory {}", dir.display()))?;
     }
-    for p in planned {
-        match &p.target {
-            Target::Stdout => {
-                let stdout = std::io::stdout();
-                let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-                write_format(&mut out, fabric, p.format, settings)
-                    .and_then(|()| out.flush().context("flushing stdout"))
-                    .with_context(|| format!("writing {} to stdout", p.format.name()))?;
-            }
-            Target::File(path) => {
-                write_file(path, |out| write_format(out, fabric, p.format, settings))
-                    .with_context(|| format!("writing {} to {}", p.format.name(), path.display()))?
-            }
+    let results: Vec<anyhow::Result<Duration>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = planned
+            .iter()
+            .map(|p| scope.spawn(move || write_one(fabric, p, settings)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("an output thread panicked")))
+            })
+            .collect()
+    });
+    planned
+        .iter()
+        .zip(results)
+        .map(|(p, r)| r.map(|t| (p.format.name(), t)))
+        .collect()
+}
+
+fn write_one(fabric: &Fabric, p: &Planned, settings: &Settings<'_>) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    match &p.target {
+        Target::Stdout => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+            write_format(&mut out, fabric, p.format, settings)
+                .and_then(|()| out.flush().context("flushing stdout"))
+                .with_context(|| format!("writing {} to stdout", p.format.name()))?;
         }
+        Target::File(path) => write_file(path, |out| write_format(out, fabric, p.format, settings))
+            .with_context(|| format!("writing {} to {}", p.format.name(), path.display()))?,
     }
-    Ok(())
+    Ok(start.elapsed())
 }
 
 /// Writes `path` through a temporary file in the same directory, renamed into place.
@@ -259,7 +280,8 @@ fn write_file(
         let file = std::fs::File::create(&tmp)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
         fill(&mut out)?;
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        // Renamed, not synced: an output is regenerated from its inputs, never recovered.
+        out.into_inner().map_err(|e| e.into_error())?;
         std::fs::rename(&tmp, path)?;
         anyhow::Ok(())
     })();
@@ -280,13 +302,7 @@ fn write_format(
             serde_json::to_writer_pretty(&mut *out, &fabric::json::document(fabric))?;
             writeln!(out)?;
         }
-        Format::Labels => {
-            // One Node at a time: 100k nodes' objects are never all in memory.
-            let keys = labels::LabelKeys::new(fabric, settings.labels);
-            let nodes = (0..fabric.hosts.len())
-                .map(|h| labels::node_object(keys.host_labels(fabric, HostIdx(h as u32))));
-            write_objects(out, nodes, settings.format)?;
-        }
+        Format::Labels => write_labels(out, fabric, settings)?,
         Format::Hypernodes => {
             let objects = volcano::hypernodes(fabric, settings.labels);
             write_objects(out, objects.iter(), settings.format)?;
@@ -317,6 +333,31 @@ fn dot_text(fabric: &Fabric, hosts: DotHosts) -> String {
     dot::render(fabric, detail)
 }
 
+/// The partial Node objects, one at a time through one reused Node: 100k nodes' objects are
+/// never all in memory, and hardly allocate.
+fn write_labels(
+    out: &mut dyn std::io::Write,
+    fabric: &Fabric,
+    settings: &Settings<'_>,
+) -> anyhow::Result<()> {
+    let keys = labels::LabelKeys::new(fabric, settings.labels);
+    let node = std::cell::RefCell::new(Node::default());
+    let nodes = (0..fabric.hosts.len()).map(|h| {
+        keys.fill_node(fabric, HostIdx(h as u32), &mut node.borrow_mut());
+        NodeRef(&node)
+    });
+    write_objects(out, nodes, settings.format)
+}
+
+/// The reused Node, as the object it holds at the moment it is serialised.
+struct NodeRef<'a>(&'a std::cell::RefCell<Node>);
+
+impl Serialize for NodeRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.borrow().serialize(serializer)
+    }
+}
+
 /// Several objects: YAML documents separated by `---`, or a `v1/List` in JSON (as kubectl
 /// prints them), written one by one.
 fn write_objects<T: Serialize>(
@@ -326,11 +367,14 @@ fn write_objects<T: Serialize>(
 ) -> anyhow::Result<()> {
     match format {
         ObjectFormat::Yaml => {
+            let mut text = String::new();
             for (i, object) in objects.enumerate() {
+                text.clear();
                 if i > 0 {
-                    out.write_all(b"---\n")?;
+                    text.push_str("---\n");
                 }
-                write_yaml(out, &object)?;
+                serde_saphyr::to_fmt_writer(&mut text, &object).context("writing YAML")?;
+                out.write_all(text.as_bytes())?;
             }
         }
         ObjectFormat::Json => {
@@ -348,8 +392,8 @@ fn write_objects<T: Serialize>(
 
 /// One YAML document in kubectl's block style.
 fn write_yaml(out: &mut dyn std::io::Write, object: &impl Serialize) -> anyhow::Result<()> {
-    let mut out = out;
-    serde_saphyr::to_io_writer(&mut out, object).context("writing YAML")?;
+    let text = serde_saphyr::to_string(object).context("writing YAML")?;
+    out.write_all(text.as_bytes())?;
     Ok(())
 }
 

@@ -1,7 +1,10 @@
 //! [`FabricBuilder`]: takes neighbour tables one at a time and keeps only what inference needs,
 //! interned, so a fleet's tables can be streamed without holding them all.
 
-use spinel_wire::neighbor::{Capabilities, NeighborTable, Observer, PortId};
+use spinel_wire::neighbor::{
+    Capabilities, Capability, ChassisIdSubtype, NeighborTable, Observer, PortId, PortIdSubtype,
+    Role,
+};
 
 use super::model::Fabric;
 use super::options::InferOptions;
@@ -26,6 +29,43 @@ pub struct ObserverFacts<'a> {
     /// Station means host), not stated by whoever wrote the table. Such a role is capability
     /// evidence, weaker than a host list or the fabric NICs.
     pub role_from_capabilities: bool,
+}
+
+/// One neighbour as inference reads it, borrowed from wherever it was parsed: what
+/// [`FabricBuilder::add_neighbor`] takes, so readers need not build a [`NeighborTable`].
+#[derive(Debug, Clone, Copy)]
+pub struct NeighborSighting<'a> {
+    /// Chassis ID TLV.
+    pub chassis_id: (ChassisIdSubtype, &'a str),
+    /// Port ID TLV.
+    pub port_id: (PortIdSubtype, &'a str),
+    /// Port Description TLV.
+    pub port_description: Option<&'a str>,
+    /// System Name TLV.
+    pub system_name: Option<&'a str>,
+    /// The enabled capabilities, when the System Capabilities TLV was sent.
+    pub capabilities: Option<&'a [Capability]>,
+}
+
+/// A table being added piece by piece ([`FabricBuilder::begin_table`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableHandle(u32);
+
+/// A port of a table being added ([`FabricBuilder::add_port`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortHandle {
+    table: u32,
+    port: u32,
+}
+
+/// Record counts of a [`FabricBuilder`] at one moment.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Checkpoint {
+    observers: usize,
+    neighbors: usize,
+    ports: usize,
+    advertised: usize,
+    chassis: usize,
 }
 
 /// Collects neighbour tables for inference.
@@ -66,40 +106,173 @@ impl FabricBuilder {
         facts: &ObserverFacts<'_>,
         advertised: &[AdvertisedPort],
     ) {
-        let observer = self.add_observer(&table.observer, facts);
-        self.add_advertised(observer, advertised);
-        let raw = &mut self.raw;
+        let o = &table.observer;
+        let chassis = o.chassis_id.as_ref().map(|c| (c.subtype, c.value.as_str()));
+        let handle = self.begin_table(&o.name, chassis, o.role, facts);
+        self.add_advertised(handle.0, advertised);
         for port in &table.ports {
-            let port_sym = raw.strings.intern(&port.port);
-            raw.ports.push(RawPort {
-                observer,
-                port: port_sym,
-            });
+            let p = self.add_port(handle, &port.port);
             for n in &port.neighbors {
-                let chassis = raw.intern_chassis(n.chassis_id.subtype as u8, &n.chassis_id.value);
-                let port_value = raw.strings.intern(&n.port_id.value);
-                let port_descr = raw.opt(n.port_description.as_deref());
-                let sys_name = raw.opt(n.system_name.as_deref());
-                let caps = caps::bits(n.capabilities.as_ref());
-                raw.neighbors.push(RawNeighbor {
-                    observer,
-                    port: port_sym,
-                    chassis,
-                    port_subtype: n.port_id.subtype as u8,
-                    port_value,
-                    port_descr,
-                    sys_name,
-                    caps,
-                });
+                self.add_neighbor(
+                    p,
+                    &NeighborSighting {
+                        chassis_id: (n.chassis_id.subtype, &n.chassis_id.value),
+                        port_id: (n.port_id.subtype, &n.port_id.value),
+                        port_description: n.port_description.as_deref(),
+                        system_name: n.system_name.as_deref(),
+                        capabilities: n.capabilities.as_ref().map(|c| c.enabled.as_slice()),
+                    },
+                );
             }
         }
+    }
+
+    /// Starts a table piece by piece: its observer's name, chassis ID and stated role. Ports
+    /// and neighbours follow with [`Self::add_port`] and [`Self::add_neighbor`].
+    pub fn begin_table(
+        &mut self,
+        name: &str,
+        chassis: Option<(ChassisIdSubtype, &str)>,
+        role: Option<Role>,
+        facts: &ObserverFacts<'_>,
+    ) -> TableHandle {
+        let raw = &mut self.raw;
+        let name = raw.strings.intern(name);
+        let chassis = match chassis {
+            Some((subtype, value)) => raw.intern_chassis(subtype as u8, value),
+            None => NONE,
+        };
+        raw.observers.push(RawObserver {
+            name,
+            chassis,
+            role,
+            role_from_caps: facts.role_from_capabilities,
+            caps: caps::bits(facts.capabilities),
+        });
+        TableHandle((raw.observers.len() - 1) as u32)
+    }
+
+    /// Lists a port of a table (with or without neighbours).
+    pub fn add_port(&mut self, table: TableHandle, port: &str) -> PortHandle {
+        let port = self.raw.strings.intern(port);
+        self.raw.ports.push(RawPort {
+            observer: table.0,
+            port,
+        });
+        PortHandle {
+            table: table.0,
+            port,
+        }
+    }
+
+    /// Adds a neighbour seen on a port.
+    pub fn add_neighbor(&mut self, port: PortHandle, n: &NeighborSighting<'_>) {
+        let raw = &mut self.raw;
+        let chassis = raw.intern_chassis(n.chassis_id.0 as u8, n.chassis_id.1);
+        let port_value = raw.strings.intern(n.port_id.1);
+        let port_descr = raw.opt(n.port_description);
+        let sys_name = raw.opt(n.system_name);
+        raw.neighbors.push(RawNeighbor {
+            observer: port.table,
+            port: port.port,
+            chassis,
+            port_subtype: n.port_id.0 as u8,
+            port_value,
+            port_descr,
+            sys_name,
+            caps: caps::enabled_bits(n.capabilities),
+        });
+    }
+
+    /// Where the builder stands, to undo what a failed reader added ([`Self::rollback`]).
+    pub(crate) fn checkpoint(&self) -> Checkpoint {
+        let r = &self.raw;
+        Checkpoint {
+            observers: r.observers.len(),
+            neighbors: r.neighbors.len(),
+            ports: r.ports.len(),
+            advertised: r.advertised.len(),
+            chassis: r.chassis.len(),
+        }
+    }
+
+    /// Forgets everything added since `at` (interned strings stay: they are keys only).
+    pub(crate) fn rollback(&mut self, at: Checkpoint) {
+        let r = &mut self.raw;
+        r.observers.truncate(at.observers);
+        r.neighbors.truncate(at.neighbors);
+        r.ports.truncate(at.ports);
+        r.advertised.truncate(at.advertised);
+        for key in r.chassis.drain(at.chassis..) {
+            r.chassis_map.remove(&key);
+        }
+    }
+
+    /// Takes in everything another builder collected (builders filled in parallel, one per
+    /// thread, then merged: the result does not depend on how tables were split).
+    pub fn merge(&mut self, other: FabricBuilder) {
+        let o = other.raw;
+        let raw = &mut self.raw;
+        let s: Vec<u32> = o
+            .strings
+            .all()
+            .iter()
+            .map(|x| raw.strings.intern_arc(x))
+            .collect();
+        let opt = |x: u32| if x == NONE { NONE } else { s[x as usize] };
+        let c: Vec<u32> = o
+            .chassis
+            .iter()
+            .map(|&(st, v)| raw.chassis_of(st, s[v as usize]))
+            .collect();
+        let base = raw.observers.len() as u32;
+        raw.observers
+            .extend(o.observers.iter().map(|ob| RawObserver {
+                name: s[ob.name as usize],
+                chassis: if ob.chassis == NONE {
+                    NONE
+                } else {
+                    c[ob.chassis as usize]
+                },
+                ..*ob
+            }));
+        raw.neighbors
+            .extend(o.neighbors.iter().map(|n| RawNeighbor {
+                observer: n.observer + base,
+                port: s[n.port as usize],
+                chassis: c[n.chassis as usize],
+                port_value: s[n.port_value as usize],
+                port_descr: opt(n.port_descr),
+                sys_name: opt(n.sys_name),
+                ..*n
+            }));
+        raw.ports.extend(o.ports.iter().map(|p| RawPort {
+            observer: p.observer + base,
+            port: s[p.port as usize],
+        }));
+        raw.advertised
+            .extend(o.advertised.iter().map(|a| RawAdvertised {
+                observer: a.observer + base,
+                port: s[a.port as usize],
+                value: s[a.value as usize],
+                ..*a
+            }));
     }
 
     /// Adds the Port IDs a switch advertises on its ports, so that neighbours' views of it (an
     /// alias, a MAC) resolve to its interface names.
     pub fn add_advertised_ports(&mut self, observer: &Observer, ports: &[AdvertisedPort]) {
-        let observer = self.add_observer(observer, &ObserverFacts::default());
-        self.add_advertised(observer, ports);
+        let chassis = observer
+            .chassis_id
+            .as_ref()
+            .map(|c| (c.subtype, c.value.as_str()));
+        let handle = self.begin_table(
+            &observer.name,
+            chassis,
+            observer.role,
+            &ObserverFacts::default(),
+        );
+        self.add_advertised(handle.0, ports);
     }
 
     fn add_advertised(&mut self, observer: u32, ports: &[AdvertisedPort]) {
@@ -126,22 +299,5 @@ impl FabricBuilder {
     #[cfg(test)]
     pub(crate) fn into_raw(self) -> RawTables {
         self.raw
-    }
-
-    fn add_observer(&mut self, observer: &Observer, facts: &ObserverFacts<'_>) -> u32 {
-        let raw = &mut self.raw;
-        let name = raw.strings.intern(&observer.name);
-        let chassis = match &observer.chassis_id {
-            Some(c) => raw.intern_chassis(c.subtype as u8, &c.value),
-            None => NONE,
-        };
-        raw.observers.push(RawObserver {
-            name,
-            chassis,
-            role: observer.role,
-            role_from_caps: facts.role_from_capabilities,
-            caps: caps::bits(facts.capabilities),
-        });
-        (raw.observers.len() - 1) as u32
     }
 }

@@ -30,7 +30,9 @@ pub mod slurm;
 pub mod synthetic;
 pub mod volcano;
 
-pub use ingest::{AdvertisedPort, FabricBuilder, ObserverFacts};
+pub use ingest::{
+    AdvertisedPort, FabricBuilder, NeighborSighting, ObserverFacts, PortHandle, TableHandle,
+};
 pub use model::{
     Domain, DomainIdx, Fabric, Finding, FindingKind, Host, HostIdx, LinkEnd, LinkKind, Nic,
     NicLink, NicPeer, PortRef, Severity, Switch, SwitchIdx, SwitchLink,

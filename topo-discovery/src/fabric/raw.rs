@@ -25,12 +25,17 @@ pub(crate) mod caps {
 
     /// The bits of a System Capabilities TLV (0 when absent).
     pub fn bits(c: Option<&Capabilities>) -> u8 {
-        c.map_or(0, |c| {
+        enabled_bits(c.map(|c| c.enabled.as_slice()))
+    }
+
+    /// The bits of a System Capabilities TLV's enabled list (0 when the TLV is absent).
+    pub fn enabled_bits(enabled: Option<&[Capability]>) -> u8 {
+        enabled.map_or(0, |enabled| {
             let mut bits = PRESENT;
-            if c.enabled.contains(&Capability::Bridge) {
+            if enabled.contains(&Capability::Bridge) {
                 bits |= BRIDGE;
             }
-            if c.enabled.contains(&Capability::Router) {
+            if enabled.contains(&Capability::Router) {
                 bits |= ROUTER;
             }
             bits
@@ -77,6 +82,22 @@ impl Interner {
     #[cfg(test)]
     pub(crate) fn id_of(&self, s: &str) -> u32 {
         self.map[s]
+    }
+
+    /// The id of a string already shared elsewhere (no copy when it is new).
+    pub(crate) fn intern_arc(&mut self, s: &Arc<str>) -> u32 {
+        if let Some(&id) = self.map.get(&**s) {
+            return id;
+        }
+        let id = self.strings.len() as u32;
+        self.strings.push(s.clone());
+        self.map.insert(s.clone(), id);
+        id
+    }
+
+    /// Every interned string, by id.
+    pub(crate) fn all(&self) -> &[Arc<str>] {
+        &self.strings
     }
 
     /// The string behind an id.
@@ -144,6 +165,11 @@ impl RawTables {
     /// The chassis id of (subtype, value), interning both.
     pub(crate) fn intern_chassis(&mut self, subtype: u8, value: &str) -> u32 {
         let value = self.strings.intern(value);
+        self.chassis_of(subtype, value)
+    }
+
+    /// The chassis id of (subtype, interned value).
+    pub(crate) fn chassis_of(&mut self, subtype: u8, value: u32) -> u32 {
         let key = (subtype, value);
         if let Some(&id) = self.chassis_map.get(&key) {
             return id;

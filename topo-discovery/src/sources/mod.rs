@@ -11,6 +11,7 @@
 //! Parsing is pure: the caller reads the file and names it in errors.
 
 pub mod lldpd;
+mod spinel;
 
 use serde_json::Value;
 
@@ -118,6 +119,52 @@ pub enum SourceError {
     /// lldpd output that cannot be understood.
     #[error(transparent)]
     Lldpd(#[from] lldpd::LldpdError),
+    /// The bytes are not UTF-8 text.
+    #[error("not UTF-8 text (invalid byte at offset {offset}): not a capture")]
+    NotUtf8 {
+        /// Where the first invalid byte is.
+        offset: usize,
+    },
+}
+
+/// What [`ingest`] added to the builder.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ingested {
+    /// Systems' tables added.
+    pub tables: usize,
+    /// Observers named by [`ParseOptions::fallback_observer`] (neighbours-only lldpd output).
+    pub named_by_fallback: Vec<String>,
+}
+
+/// Reads one file's bytes straight into `builder`: Spinel tables on a fast path that borrows
+/// from `bytes` and skips what inference does not read; anything else (lldpd output, invalid
+/// tables) through [`parse`], with its checks and error messages. Nothing is added on error.
+pub fn ingest(
+    bytes: &[u8],
+    options: &ParseOptions,
+    builder: &mut FabricBuilder,
+) -> Result<Ingested, SourceError> {
+    if let Some(tables) = spinel::ingest(bytes, builder) {
+        return Ok(Ingested {
+            tables,
+            named_by_fallback: Vec::new(),
+        });
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| SourceError::NotUtf8 {
+        offset: e.valid_up_to(),
+    })?;
+    let captures = parse(text, options)?;
+    let mut done = Ingested {
+        tables: captures.len(),
+        named_by_fallback: Vec::new(),
+    };
+    for c in &captures {
+        if c.observer_named_by == NamedBy::Fallback {
+            done.named_by_fallback.push(c.table.observer.name.clone());
+        }
+        c.add_to(builder);
+    }
+    Ok(done)
 }
 
 /// Parses one document into captures.
