@@ -141,7 +141,7 @@ fn rail_counts(hosts: &[Host], n_switches: usize, skip: &[Vec<bool>]) -> Vec<Vec
     for (h, host) in hosts.iter().enumerate() {
         for (i, nic) in host.nics.iter().enumerate() {
             let Some(l) = &nic.link else { continue };
-            if skip.get(h).is_some_and(|s| s[i]) {
+            if skip.get(h).is_some_and(|s| s.get(i) == Some(&true)) {
                 continue;
             }
             let per_rail = &mut counts[l.switch.0 as usize];
@@ -159,30 +159,35 @@ fn rail_counts(hosts: &[Host], n_switches: usize, skip: &[Vec<bool>]) -> Vec<Vec
 
 /// Per host and NIC: whether the NIC is one of a swapped pair: it sits on the main leaf of
 /// another of the host's rails while that NIC sits on this one's main leaf. Such NICs say
-/// nothing about which rails a leaf serves.
+/// nothing about which rails a leaf serves. Hosts without such a NIC get an empty list.
 fn swapped_nics(hosts: &[Host], counts: &[Vec<(u16, u32)>]) -> Vec<Vec<bool>> {
+    let max: Vec<u32> = counts
+        .iter()
+        .map(|c| c.iter().map(|x| x.1).max().unwrap_or(0))
+        .collect();
     let is_main = |leaf: u32, rail: u16| {
-        let c = &counts[leaf as usize];
-        let max = c.iter().map(|x| x.1).max().unwrap_or(0);
-        c.iter().any(|&(r, n)| r == rail && n == max)
+        counts[leaf as usize]
+            .iter()
+            .any(|&(r, n)| r == rail && n == max[leaf as usize])
     };
     hosts
         .iter()
         .map(|h| {
-            let on: Vec<Option<u32>> = h
-                .nics
-                .iter()
-                .map(|n| n.link.as_ref().map(|l| l.switch.0))
-                .collect();
+            let on = |i: usize| h.nics[i].link.as_ref().map(|l| l.switch.0);
+            let displaced =
+                (0..h.nics.len()).any(|i| on(i).is_some_and(|a| !is_main(a, h.nics[i].rail)));
+            if !displaced {
+                return Vec::new();
+            }
             (0..h.nics.len())
                 .map(|i| {
-                    let Some(a) = on[i] else { return false };
+                    let Some(a) = on(i) else { return false };
                     let r = h.nics[i].rail;
                     !is_main(a, r)
                         && (0..h.nics.len()).any(|j| {
                             let s = h.nics[j].rail;
                             j != i
-                                && on[j].is_some_and(|b| {
+                                && on(j).is_some_and(|b| {
                                     b != a && is_main(a, s) && is_main(b, r) && !is_main(b, s)
                                 })
                         })
@@ -198,7 +203,12 @@ fn swapped_nics(hosts: &[Host], counts: &[Vec<(u16, u32)>]) -> Vec<Vec<bool>> {
 /// rail-optimised: several rails, and most leaves serve fewer rails than exist.
 fn leaf_rails(hosts: &[Host], switches: &mut [Switch], n_rails: usize) -> bool {
     let all = rail_counts(hosts, switches.len(), &[]);
-    let counts = rail_counts(hosts, switches.len(), &swapped_nics(hosts, &all));
+    let swapped = swapped_nics(hosts, &all);
+    let counts = if swapped.iter().flatten().any(|&s| s) {
+        rail_counts(hosts, switches.len(), &swapped)
+    } else {
+        all
+    };
     let mut aligned = 0usize;
     let mut leaves = 0usize;
     for (sw, c) in counts.iter().enumerate() {
@@ -538,7 +548,7 @@ mod tests {
         let all = rail_counts(&hosts, 2, &[]);
         let swapped = swapped_nics(&hosts, &all);
         assert_eq!(swapped[1], [true, true]);
-        assert!(swapped[0].iter().chain(&swapped[2]).all(|s| !s));
+        assert!(swapped[0].is_empty() && swapped[2].is_empty());
         assert!(leaf_rails(&hosts, &mut switches, 2));
         assert_eq!(
             (&switches[0].rails[..], &switches[1].rails[..]),

@@ -367,7 +367,10 @@ pub(super) fn ingest(bytes: &[u8], builder: &mut FabricBuilder) -> Option<usize>
 /// Reads exactly one document from `bytes` into `builder`; false when it is not one table (or
 /// array of tables) of the current schema, or more follows.
 fn document(bytes: &[u8], builder: &mut FabricBuilder, tables: &mut usize) -> bool {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
     let read = de.deserialize_any(Document { builder, tables });
     read.is_ok() && de.end().is_ok()
 }

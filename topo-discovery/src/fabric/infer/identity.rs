@@ -427,6 +427,9 @@ pub(super) fn host_names(
 
 /// The caller's spelling of a host name when the caller named that host.
 pub(super) fn canonical(ev: &Evidence, strings: &Interner, name: u32) -> u32 {
+    if ev.listed.is_empty() {
+        return name;
+    }
     match ev.listed.lookup(strings.get(name)) {
         [only] => *only,
         _ => name,

@@ -91,6 +91,15 @@ pub(super) fn management_switches(
     for &l in leaves.iter().flatten() {
         per_switch[l as usize] += 1;
     }
+    // A candidate needs a host whose leaves carry different numbers of hosts: in a clean
+    // fabric no host has one, and the pairs below are never built.
+    let uneven = leaves.iter().any(|ls| {
+        ls.windows(2)
+            .any(|w| per_switch[w[0] as usize] != per_switch[w[1] as usize])
+    });
+    if !uneven {
+        return;
+    }
     // Candidates: the larger end of a strong pair of unequal leaves. Rail-group leaves and
     // MLAG pairs have equal host sets, so a clean fabric has none and stops here.
     let none = vec![false; switches.len()];

@@ -24,7 +24,7 @@ impl<'a> NicFilter<'a> {
         let mut lists = Vec::new();
         if let FabricNics::PerHost(map) = nics {
             for (host, list) in map {
-                per_host.insert(host, lists.len());
+                per_host.insert(&std::sync::Arc::from(host.as_str()), lists.len());
                 lists.push(list.as_slice());
             }
         }
