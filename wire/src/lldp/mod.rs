@@ -29,7 +29,7 @@ pub mod tx;
 mod validate;
 
 pub use error::{DecodeError, EncodeError, Expected, FrameError, TlvError, TlvKind};
-pub use frame::{LldpFrame, LldpGroup, VlanTag, decode_frame};
+pub use frame::{LldpFrame, LldpGroup, VlanTag, decode_frame, decode_frame_reusing};
 pub use lldpdu::{Lldpdu, Tlv};
 pub use local::LocalSystem;
 pub use remote::RemoteTable;
