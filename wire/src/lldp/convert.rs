@@ -76,18 +76,37 @@ fn write_mac(out: &mut String, mac: [u8; 6]) {
 
 /// Dotted quad, as [`std::net::Ipv4Addr`] displays it.
 fn write_ipv4(out: &mut String, a: [u8; 4]) {
+    let (buf, len) = ipv4_octets(a);
+    out.extend(buf[..len].iter().map(|&b| char::from(b)));
+}
+
+/// Whether `text` is the dotted quad of `a`.
+fn ipv4_is(text: &str, a: [u8; 4]) -> bool {
+    let (buf, len) = ipv4_octets(a);
+    text.as_bytes() == &buf[..len]
+}
+
+/// The dotted quad of `a` as ASCII, with its length.
+fn ipv4_octets(a: [u8; 4]) -> ([u8; 15], usize) {
+    let mut buf = [0u8; 15];
+    let mut n = 0;
     for (i, &octet) in a.iter().enumerate() {
         if i > 0 {
-            out.push('.');
+            buf[n] = b'.';
+            n += 1;
         }
         if octet >= 100 {
-            out.push(char::from(b'0' + octet / 100));
+            buf[n] = b'0' + octet / 100;
+            n += 1;
         }
         if octet >= 10 {
-            out.push(char::from(b'0' + octet / 10 % 10));
+            buf[n] = b'0' + octet / 10 % 10;
+            n += 1;
         }
-        out.push(char::from(b'0' + octet % 10));
+        buf[n] = b'0' + octet % 10;
+        n += 1;
     }
+    (buf, n)
 }
 
 fn write_hex_id(out: &mut String, id: &[u8]) {
@@ -186,10 +205,13 @@ pub fn render_management_address(family_number: u8, address: &[u8]) -> String {
 }
 
 /// Sets a text field to a TLV's string (reusing its allocation); lldpd ignores empty string
-/// TLVs, and so do we.
+/// TLVs, and so do we. Text equal to what the field holds costs one comparison.
 fn set_text(slot: &mut Option<String>, s: &[u8]) {
     if s.is_empty() {
         *slot = None;
+        return;
+    }
+    if slot.as_deref().map(str::as_bytes) == Some(s) {
         return;
     }
     let out = slot.get_or_insert_with(String::new);
@@ -218,12 +240,11 @@ pub fn capabilities_from_bits(bits: u16) -> Vec<Capability> {
 
 fn fill_capabilities(out: &mut Vec<Capability>, bits: u16) {
     out.clear();
-    out.extend(
-        CAPABILITIES
-            .iter()
-            .filter(|(bit, _)| bits & bit != 0)
-            .map(|&(_, c)| c),
-    );
+    for &(bit, c) in &CAPABILITIES {
+        if bits & bit != 0 {
+            out.push(c);
+        }
+    }
 }
 
 /// The bitmap of a capability list.
@@ -281,7 +302,11 @@ pub fn selector_code(s: AppSelector) -> u8 {
 }
 
 fn ets_tables(t: &EtsTables) -> ([u8; 8], [u8; 8], [Tsa; 8]) {
-    (t.priority_tc, t.tc_bandwidth, t.tsa.map(tsa_from_code))
+    let mut tsa = [Tsa::Strict; 8];
+    for (out, &code) in tsa.iter_mut().zip(&t.tsa) {
+        *out = tsa_from_code(code);
+    }
+    (t.priority_tc, t.tc_bandwidth, tsa)
 }
 
 fn fill_app_entries(out: &mut Vec<AppPriority>, t: &AppPriorityTable<'_>) {
@@ -308,7 +333,11 @@ pub fn pfc_priorities(bitmap: u8) -> Vec<u8> {
 
 fn fill_pfc_priorities(out: &mut Vec<u8>, bitmap: u8) {
     out.clear();
-    out.extend((0..8).filter(|p| bitmap & (1 << p) != 0));
+    for p in 0..8 {
+        if bitmap & (1 << p) != 0 {
+            out.push(p);
+        }
+    }
 }
 
 impl From<&Lldpdu<'_>> for Neighbor {
@@ -327,6 +356,32 @@ impl From<&Lldpdu<'_>> for Neighbor {
         );
         n.update_from(pdu);
         n
+    }
+}
+
+/// How an ID subtype renders.
+#[derive(Clone, Copy)]
+enum IdKind {
+    Mac,
+    Network,
+    Text,
+}
+
+/// Whether `value` is already the rendering of an ID, checked without rendering: a MAC
+/// compared digit by digit, text compared as is (addresses are rendered again).
+fn renders_as(value: &str, id: &[u8], kind: IdKind) -> bool {
+    let v = value.as_bytes();
+    match kind {
+        IdKind::Mac if id.len() == 6 => {
+            v.len() == 17
+                && id.iter().enumerate().all(|(i, b)| {
+                    v[3 * i] == HEX[usize::from(b >> 4)]
+                        && v[3 * i + 1] == HEX[usize::from(b & 0x0f)]
+                        && (i == 5 || v[3 * i + 2] == b':')
+                })
+        }
+        IdKind::Text => v == id && !looks_like_hex(value),
+        IdKind::Mac | IdKind::Network => false,
     }
 }
 
@@ -354,20 +409,28 @@ impl Neighbor {
     /// result as `Neighbor::from(pdu)`, without allocating when the neighbour sends what it
     /// sent before (every 30 s, for as long as the link is up). The age is cleared.
     pub fn update_from(&mut self, pdu: &Lldpdu<'_>) {
-        self.chassis_id.subtype = pdu.chassis_id.subtype;
-        self.chassis_id.value.clear();
-        write_chassis_id(
-            &mut self.chassis_id.value,
-            pdu.chassis_id.subtype,
-            &pdu.chassis_id.id,
-        );
-        self.port_id.subtype = pdu.port_id.subtype;
-        self.port_id.value.clear();
-        write_port_id(
-            &mut self.port_id.value,
-            pdu.port_id.subtype,
-            &pdu.port_id.id,
-        );
+        let (cs, cid) = (pdu.chassis_id.subtype, &pdu.chassis_id.id);
+        let kind = match cs {
+            ChassisIdSubtype::MacAddress => IdKind::Mac,
+            ChassisIdSubtype::NetworkAddress => IdKind::Network,
+            _ => IdKind::Text,
+        };
+        if self.chassis_id.subtype != cs || !renders_as(&self.chassis_id.value, cid, kind) {
+            self.chassis_id.subtype = cs;
+            self.chassis_id.value.clear();
+            write_chassis_id(&mut self.chassis_id.value, cs, cid);
+        }
+        let (ps, pid) = (pdu.port_id.subtype, &pdu.port_id.id);
+        let kind = match ps {
+            PortIdSubtype::MacAddress => IdKind::Mac,
+            PortIdSubtype::NetworkAddress => IdKind::Network,
+            _ => IdKind::Text,
+        };
+        if self.port_id.subtype != ps || !renders_as(&self.port_id.value, pid, kind) {
+            self.port_id.subtype = ps;
+            self.port_id.value.clear();
+            write_port_id(&mut self.port_id.value, ps, pid);
+        }
         self.ttl = pdu.ttl;
         self.age_seconds = None;
         let mut filled = Filled::default();
@@ -423,9 +486,16 @@ impl Neighbor {
                     },
                 );
                 filled.management_addresses += 1;
-                a.family = m.family;
-                a.address.clear();
-                write_management_address(&mut a.address, m.family, &m.address);
+                let same = a.family == m.family
+                    && match (m.family, <[u8; 4]>::try_from(&m.address[..])) {
+                        (family::IPV4, Ok(v4)) => ipv4_is(&a.address, v4),
+                        _ => false,
+                    };
+                if !same {
+                    a.family = m.family;
+                    a.address.clear();
+                    write_management_address(&mut a.address, m.family, &m.address);
+                }
                 a.interface_numbering = m.interface_numbering;
                 a.interface_number = m.interface_number;
                 if m.oid.is_empty() {
@@ -449,8 +519,10 @@ impl Neighbor {
                 });
                 filled.vlan_names += 1;
                 n.vid = v.vid;
-                n.name.clear();
-                n.name.push_str(&String::from_utf8_lossy(&v.name));
+                if n.name.as_bytes() != &*v.name {
+                    n.name.clear();
+                    n.name.push_str(&String::from_utf8_lossy(&v.name));
+                }
             }
             Tlv::LinkAggregation(l) => *aggregation = Some(link_aggregation(l)),
             Tlv::LegacyLinkAggregation(l) => *legacy_aggregation = Some(link_aggregation(l)),
