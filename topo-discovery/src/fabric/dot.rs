@@ -52,6 +52,7 @@ pub fn render(fabric: &Fabric, detail: HostDetail) -> String {
         HostDetail::Auto => fabric.hosts.len() <= AUTO_MAX_HOSTS,
     };
     let mut out = String::new();
+    let _ = writeln!(out, "digraph fabric {{");
     header(fabric, &mut out);
     for (i, d) in fabric.domains.iter().enumerate() {
         if d.parent.is_none() {
@@ -103,7 +104,6 @@ fn header(fabric: &Fabric, out: &mut String) {
         fabric.error_count(),
         fabric.warning_count()
     );
-    let _ = writeln!(out, "digraph fabric {{");
     let _ = writeln!(
         out,
         "  graph [rankdir=TB, ordering=out, remincross=false, newrank=true, fontname=\"Helvetica\", fontsize=12, labelloc=t, label={}];",
