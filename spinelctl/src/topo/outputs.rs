@@ -299,8 +299,12 @@ fn write_format(
 ) -> anyhow::Result<()> {
     match format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &fabric::json::document(fabric))?;
-            writeln!(out)?;
+            // A concrete buffer in front of the `dyn` writer: serde_json writes a few octets
+            // at a time, and each would otherwise be a virtual call.
+            let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
+            serde_json::to_writer_pretty(&mut buffered, &fabric::json::document(fabric))?;
+            writeln!(buffered)?;
+            buffered.flush()?;
         }
         Format::Labels => write_labels(out, fabric, settings)?,
         Format::Hypernodes => {
@@ -383,8 +387,10 @@ fn write_objects<T: Serialize>(
                 items: Items(std::cell::RefCell::new(Some(objects))),
                 kind: "List",
             };
-            serde_json::to_writer_pretty(&mut *out, &list)?;
-            writeln!(out)?;
+            let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
+            serde_json::to_writer_pretty(&mut buffered, &list)?;
+            writeln!(buffered)?;
+            buffered.flush()?;
         }
     }
     Ok(())
