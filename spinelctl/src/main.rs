@@ -5,6 +5,7 @@
 mod fabric;
 mod lldp;
 mod nccl;
+mod output;
 mod sched;
 mod topo;
 
@@ -39,7 +40,19 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `topo infer` reserves 2 for "miswired", so its usage errors exit with EX_USAGE;
+            // the other commands keep clap's status.
+            let topo = std::env::args_os().nth(1).is_some_and(|a| a == "topo");
+            if topo && e.use_stderr() {
+                let _ = e.print();
+                return std::process::ExitCode::from(topo::EXIT_USAGE);
+            }
+            e.exit()
+        }
+    };
     let result = match cli.command {
         Command::Fabric(cmd) => fabric::run(cmd),
         Command::Lldp(cmd) => lldp::run(cmd),

@@ -19,7 +19,6 @@ use spinel_placement::sim::{self, Audited};
 use spinel_placement::{Cluster, ClusterOptions, NodeSpec, publish};
 use topo_discovery::fabric::synthetic::SyntheticSpec;
 use topo_discovery::fabric::{FabricBuilder, InferOptions, labels};
-use topo_discovery::sources::{self, ParseOptions};
 
 /// Scheduling commands.
 #[derive(clap::Subcommand)]
@@ -131,15 +130,9 @@ fn node_specs(args: &SimulateArgs) -> anyhow::Result<(Vec<NodeSpec>, u32)> {
             builder.add_table(&t);
         }
     } else if !args.tables.is_empty() {
-        for arg in &args.tables {
-            for (observer, path) in crate::topo::expand(arg)? {
-                let text = crate::topo::read(&path)?;
-                for c in sources::parse(&text, &ParseOptions { observer })
-                    .with_context(|| format!("{}", path.display()))?
-                {
-                    c.add_to(&mut builder);
-                }
-            }
+        // The same reading `topo infer` does (file names as observers, stray files skipped).
+        for warning in crate::topo::inputs::load(&args.tables, &mut builder, 2)? {
+            eprintln!("spinelctl: {warning}");
         }
     } else {
         bail!("choose a fabric: --uniform S,L,N, --hosts N or --tables FILE...");

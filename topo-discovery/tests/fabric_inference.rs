@@ -451,6 +451,7 @@ fn rails_by_nic_order_tolerate_different_nic_names() {
         &lab.tables(),
         &InferOptions {
             rail_key: RailKey::NicOrder,
+            ..InferOptions::default()
         },
     );
     assert_eq!(by_order.rails.len(), 2);

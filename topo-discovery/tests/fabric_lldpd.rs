@@ -241,6 +241,7 @@ fn without_interface_captures_ports_still_resolve_or_stay_distinct() {
         let neighbours_only = docs[1].to_string();
         let opts = ParseOptions {
             observer: Some(system.to_owned()),
+            ..ParseOptions::default()
         };
         let c = sources::parse(&neighbours_only, &opts).unwrap().remove(0);
         assert!(c.advertised.is_empty());
@@ -309,7 +310,7 @@ fn bad_documents_get_clear_errors() {
     );
     let broken_lldpd = sources::parse(
         r#"{"lldp": [{"interface": [{"name": "eth0", "via": "LLDP", "chassis": [{"name": [{"value": "x"}]}]}]}]}"#,
-        &ParseOptions { observer: Some("h".into()) },
+        &ParseOptions { observer: Some("h".into()), ..ParseOptions::default() },
     )
     .unwrap_err();
     assert!(

@@ -16,6 +16,18 @@ use topo_discovery::fabric::{
 };
 
 const NIC0: &str = TWO_RAIL_NICS[0];
+
+fn hn_name(h: &volcano::HyperNode) -> &str {
+    h.metadata.name.as_deref().expect("HyperNodes are named")
+}
+
+fn labels_of(h: &volcano::HyperNode) -> &BTreeMap<String, String> {
+    h.metadata.labels.as_ref().expect("HyperNodes are labelled")
+}
+
+fn member_name(m: &volcano::MemberSpec) -> &str {
+    m.selector.exact_name().expect("members by exact name")
+}
 const NIC1: &str = TWO_RAIL_NICS[1];
 
 /// A few fabrics with different shapes and faults.
@@ -75,15 +87,12 @@ fn labels_and_hypernodes_name_the_same_domains() {
         for opts in label_modes() {
             let hns = volcano::hypernodes(&f, &opts);
             let by_name: HashMap<&str, &volcano::HyperNode> =
-                hns.iter().map(|h| (h.metadata.name.as_str(), h)).collect();
+                hns.iter().map(|h| (hn_name(h), h)).collect();
             // parent of each member, by member name
             let mut parent: HashMap<(&str, &str), &str> = HashMap::new();
             for h in &hns {
                 for m in &h.spec.members {
-                    parent.insert(
-                        (m.member_type, &m.selector.exact_match.name),
-                        &h.metadata.name,
-                    );
+                    parent.insert((m.member_type.as_str(), member_name(m)), hn_name(h));
                 }
             }
             for node in labels::node_labels(&f, &opts) {
@@ -99,8 +108,8 @@ fn labels_and_hypernodes_name_the_same_domains() {
                         node.node
                     );
                     let obj = by_name[hn];
-                    assert_eq!(obj.spec.tier, tier, "{name}: {hn}");
-                    assert_eq!(obj.metadata.labels.get(&key).map(String::as_str), Some(hn));
+                    assert_eq!(obj.spec.tier, i32::from(tier), "{name}: {hn}");
+                    assert_eq!(labels_of(obj).get(&key).map(String::as_str), Some(hn));
                     current = parent.get(&("HyperNode", hn)).copied();
                     tier += 1;
                 }
@@ -127,36 +136,29 @@ fn hypernodes_form_a_strict_tree_of_valid_names() {
     for (name, f) in fabrics() {
         let hns = volcano::hypernodes(&f, &LabelOptions::default());
         assert!(!hns.is_empty(), "{name}");
-        let tiers: HashMap<&str, u8> = hns
-            .iter()
-            .map(|h| (h.metadata.name.as_str(), h.spec.tier))
-            .collect();
+        let tiers: HashMap<&str, i32> = hns.iter().map(|h| (hn_name(h), h.spec.tier)).collect();
         assert_eq!(tiers.len(), hns.len(), "{name}: HyperNode names are unique");
         let mut member_of: HashMap<(&str, &str), usize> = HashMap::new();
         for h in &hns {
-            assert_eq!(h.api_version, "topology.volcano.sh/v1alpha1");
-            assert!(
-                names::is_valid_id(&h.metadata.name),
-                "{name}: {}",
-                h.metadata.name
+            assert_eq!(
+                serde_json::to_value(h).unwrap()["apiVersion"],
+                "topology.volcano.sh/v1alpha1"
             );
+            assert!(names::is_valid_id(hn_name(h)), "{name}: {}", hn_name(h));
             assert!(
                 !h.spec.members.is_empty(),
                 "{name}: {} has no members (MinItems=1)",
-                h.metadata.name
+                hn_name(h)
             );
-            assert_eq!(
-                h.metadata.labels["volcano.sh/network-topology-source"],
-                "spinel"
-            );
+            assert_eq!(labels_of(h)["volcano.sh/network-topology-source"], "spinel");
             for m in &h.spec.members {
                 *member_of
-                    .entry((m.member_type, &m.selector.exact_match.name))
+                    .entry((m.member_type.as_str(), member_name(m)))
                     .or_default() += 1;
-                match m.member_type {
+                match m.member_type.as_str() {
                     "Node" => assert_eq!(h.spec.tier, 1, "{name}: nodes only in tier 1"),
                     "HyperNode" => {
-                        let child = tiers.get(m.selector.exact_match.name.as_str()).copied();
+                        let child = tiers.get(member_name(m)).copied();
                         assert_eq!(child, Some(h.spec.tier - 1), "{name}: child one tier down");
                     }
                     other => panic!("{name}: member type {other}"),
@@ -319,9 +321,10 @@ fn dot_draws_every_host_and_switch_and_marks_miswiring() {
             s.name
         );
     }
+    // Edges point down the tree (switch to host), so count every red edge.
     let red = text
         .lines()
-        .filter(|l| l.contains("-> s") && l.contains("color=red"))
+        .filter(|l| l.contains(" -> ") && l.contains("color=red"))
         .count();
     assert_eq!(
         red, 4,

@@ -406,3 +406,25 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Updating a neighbour in place (what the receive table does on every refresh) gives the
+    /// neighbour a fresh conversion gives, whatever it held before.
+    #[test]
+    fn updating_in_place_equals_converting_afresh(a in lldpdu(true), b in lldpdu(true)) {
+        let mut n = Neighbor::from(&a);
+        n.update_from(&b);
+        prop_assert_eq!(&n, &Neighbor::from(&b));
+        // And decoding with a recycled TLV list decodes the same.
+        let wire = b.to_vec().unwrap();
+        let mut spare = Vec::new();
+        let first = Lldpdu::decode_reusing(&wire, &mut spare).unwrap();
+        let capacity = first.tlvs.capacity();
+        first.recycle(&mut spare);
+        prop_assert!(spare.is_empty() && spare.capacity() == capacity);
+        let again = Lldpdu::decode_reusing(&wire, &mut spare).unwrap();
+        prop_assert_eq!(&again, &Lldpdu::decode(&wire).unwrap());
+    }
+}

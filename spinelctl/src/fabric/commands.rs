@@ -92,9 +92,8 @@ fn write_files(out: &Path, files: &[RenderedFile]) -> anyhow::Result<()> {
         let path = out.join(&f.name);
         let dir = path.parent().unwrap_or(out);
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let tmp = path.with_extension("tmp-spinel");
-        std::fs::write(&tmp, &f.text).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write_file(&path, |out| Ok(out.write_all(f.text.as_bytes())?))
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

@@ -12,7 +12,6 @@ use spinel_switch_config::observe;
 use spinel_switch_config::render::Running;
 use spinel_switch_config::state::SwitchState;
 use spinel_wire::neighbor::NeighborTable;
-use topo_discovery::sources::{self, ParseOptions};
 
 /// Largest input file: a 2,000-port SONiC config_db is a few MiB.
 pub const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
@@ -169,30 +168,16 @@ pub fn host_states(args: &[String]) -> anyhow::Result<BTreeMap<String, HostState
     Ok(out)
 }
 
-/// Neighbour tables (Spinel's or lldpd's).
+/// Neighbour tables (Spinel's or lldpd's), read as `spinelctl topo infer` reads them.
 pub fn tables(args: &[String]) -> anyhow::Result<Vec<NeighborTable>> {
-    let mut out = Vec::new();
-    for arg in args {
-        for (observer, path) in expand(arg)? {
-            let captures = sources::parse(&read(&path)?, &ParseOptions { observer })
-                .with_context(|| format!("{}", path.display()))?;
-            out.extend(captures.into_iter().map(|c| c.table));
-        }
-    }
-    Ok(out)
+    crate::topo::inputs::tables(args)
 }
 
 /// The fabric inferred from neighbour tables, as `spinelctl topo infer` infers it.
 pub fn fabric(args: &[String]) -> anyhow::Result<topo_discovery::fabric::Fabric> {
     let mut builder = topo_discovery::fabric::FabricBuilder::new();
-    for arg in args {
-        for (observer, path) in expand(arg)? {
-            let captures = sources::parse(&read(&path)?, &ParseOptions { observer })
-                .with_context(|| format!("{}", path.display()))?;
-            for c in &captures {
-                c.add_to(&mut builder);
-            }
-        }
+    for warning in crate::topo::inputs::load(args, &mut builder, 2)? {
+        eprintln!("spinelctl: {warning}");
     }
     if builder.table_count() == 0 {
         bail!("no neighbour tables in {}", args.join(" "));

@@ -1,10 +1,13 @@
 //! A spine/leaf fabric of network namespaces for fabric-inference tests.
 //!
 //! Every switch namespace runs a real lldpd (its own control socket `-u`, foreground `-d`, its
-//! system name, capabilities bridge+router, 1 s transmit interval). Hosts only listen, with
-//! Spinel's own `spinelctl lldp listen`. Tables are collected the way an operator would:
-//! `lldpcli -f json0 show interfaces details` followed by `show neighbors details` on each
-//! switch, the listener's JSON on each host; then `spinelctl topo infer` reads the directory.
+//! system name, capabilities bridge+router, 1 s transmit interval). Hosts either only listen,
+//! with Spinel's own `spinelctl lldp listen`, or run lldpd on every NIC as a Kubernetes node
+//! does by default (optionally with IPv4 forwarding on, so lldpd advertises Router). Tables
+//! are collected the way an operator would: `lldpcli -f json0 show interfaces details`
+//! followed by `show neighbors details` on each box running lldpd (or only `show neighbors`,
+//! the most common capture), the listener's JSON on each listening host; then `spinelctl topo
+//! infer` reads the directory.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -29,6 +32,19 @@ struct Cable {
     b_if: String,
 }
 
+/// What runs LLDP on the hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostAgent {
+    /// Spinel's listener: receives only, prints a Spinel table.
+    Listener,
+    /// lldpd on every NIC, as installed; with `forwarding`, `net.ipv4.ip_forward=1` as on a
+    /// Kubernetes node, so lldpd advertises the Router capability.
+    Lldpd {
+        /// IPv4 forwarding on.
+        forwarding: bool,
+    },
+}
+
 /// A fabric under construction, then running.
 pub struct NetnsFabric {
     sandbox: Sandbox,
@@ -37,6 +53,9 @@ pub struct NetnsFabric {
     cables: Vec<Cable>,
     /// Interfaces set down after cabling: a pulled cable whose port is still configured.
     down: Vec<(String, String)>,
+    host_agent: HostAgent,
+    /// DNS domain every system advertises in its System Name (`leaf1.<domain>`).
+    domain: Option<String>,
 }
 
 impl NetnsFabric {
@@ -51,7 +70,41 @@ impl NetnsFabric {
             hosts: Vec::new(),
             cables: Vec::new(),
             down: Vec::new(),
+            host_agent: HostAgent::Listener,
+            domain: None,
         }
+    }
+
+    /// Hosts run lldpd on every NIC (instead of Spinel's listener), with IPv4 forwarding on or
+    /// off.
+    pub fn hosts_run_lldpd(&mut self, forwarding: bool) -> &mut Self {
+        self.host_agent = HostAgent::Lldpd { forwarding };
+        self
+    }
+
+    /// Every system advertises a fully qualified System Name, `<name>.<domain>`; files keep
+    /// the short name.
+    pub fn domain(&mut self, domain: &str) -> &mut Self {
+        self.domain = Some(domain.to_owned());
+        self
+    }
+
+    /// The System Name `name` advertises.
+    pub fn system_name(&self, name: &str) -> String {
+        match &self.domain {
+            Some(d) => format!("{name}.{d}"),
+            None => name.to_owned(),
+        }
+    }
+
+    fn is_host(&self, name: &str) -> bool {
+        self.hosts.iter().any(|h| h.0 == name)
+    }
+
+    /// Whether `name` runs lldpd (and so transmits).
+    fn runs_lldpd(&self, name: &str) -> bool {
+        self.is_switch(name)
+            || (self.is_host(name) && matches!(self.host_agent, HostAgent::Lldpd { .. }))
     }
 
     /// The sandbox (namespaces, scratch directory).
@@ -85,6 +138,14 @@ impl NetnsFabric {
         self
     }
 
+    /// Removes the cable plugged into `system`'s `iface` (declared, not yet built).
+    pub fn uncable(&mut self, system: &str, iface: &str) -> &mut Self {
+        self.cables.retain(|c| {
+            !((c.a == system && c.a_if == iface) || (c.b == system && c.b_if == iface))
+        });
+        self
+    }
+
     /// Cables an interface but sets it down, as if the cable were pulled at that end.
     pub fn pull(&mut self, system: &str, iface: &str) -> &mut Self {
         self.down.push((system.into(), iface.into()));
@@ -99,8 +160,8 @@ impl NetnsFabric {
         self.switches.iter().any(|s| s == name)
     }
 
-    fn socket(&self, switch: &str) -> PathBuf {
-        self.sandbox.dir().join(format!("{switch}.lldpd.sock"))
+    fn socket(&self, system: &str) -> PathBuf {
+        self.sandbox.dir().join(format!("{system}.lldpd.sock"))
     }
 
     /// Creates the namespaces and cables, and starts lldpd on every switch.
@@ -136,63 +197,83 @@ impl NetnsFabric {
                     .run_in(system, "ip", &["link", "set", iface, state]);
             }
         }
+        if let HostAgent::Lldpd { forwarding } = self.host_agent {
+            let value = if forwarding { "1" } else { "0" };
+            for (host, _) in self.hosts.clone() {
+                self.sandbox.run_in(
+                    &host,
+                    "sysctl",
+                    &["-q", "-w", &format!("net.ipv4.ip_forward={value}")],
+                );
+                self.start_lldpd(&host);
+            }
+        }
         for sw in self.switches.clone() {
             self.start_lldpd(&sw);
         }
     }
 
-    fn start_lldpd(&mut self, switch: &str) {
+    /// lldpd in `system`'s namespace: a switch advertises bridge and router on its `swp*`
+    /// ports; a host runs on every NIC with the capabilities lldpd computes itself.
+    fn start_lldpd(&mut self, system: &str) {
         let dir = self.sandbox.dir().to_owned();
-        let conf = dir.join(format!("{switch}.lldpd.conf"));
-        std::fs::write(
-            &conf,
-            format!(
-                "configure system hostname {switch}\n\
-                 configure system capabilities enabled bridge,router\n\
-                 configure lldp tx-interval 1\n"
-            ),
-        )
-        .expect("write lldpd configuration");
+        let conf = dir.join(format!("{system}.lldpd.conf"));
+        let switch = self.is_switch(system);
+        let mut config = format!("configure system hostname {}\n", self.system_name(system));
+        if switch {
+            config.push_str("configure system capabilities enabled bridge,router\n");
+        }
+        config.push_str("configure lldp tx-interval 1\n");
+        std::fs::write(&conf, config).expect("write lldpd configuration");
         let log =
-            std::fs::File::create(dir.join(format!("{switch}.lldpd.log"))).expect("lldpd log");
-        let mut cmd = self.sandbox.command_in(switch, "lldpd");
+            std::fs::File::create(dir.join(format!("{system}.lldpd.log"))).expect("lldpd log");
+        let mut cmd = self.sandbox.command_in(system, "lldpd");
         cmd.arg("-d")
             .arg("-u")
-            .arg(self.socket(switch))
+            .arg(self.socket(system))
             .arg("-O")
             .arg(&conf)
-            .args(["-I", "swp*"])
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup log"))
             .stderr(log);
+        if switch {
+            cmd.args(["-I", "swp*"]);
+        }
         self.sandbox.spawn(cmd);
     }
 
-    fn lldpcli(&self, switch: &str, args: &[&str]) -> Output {
+    fn lldpcli(&self, system: &str, args: &[&str]) -> Output {
         Command::new("lldpcli")
             .arg("-u")
-            .arg(self.socket(switch))
+            .arg(self.socket(system))
             .args(args)
             .stdin(Stdio::null())
             .output()
             .expect("run lldpcli")
     }
 
-    /// Cables between two switches that are up at both ends, per switch.
-    fn expected_switch_neighbours(&self, switch: &str) -> usize {
+    /// Cables up at both ends whose far end transmits, per system.
+    fn expected_neighbours(&self, system: &str) -> usize {
         self.cables
             .iter()
-            .filter(|c| self.is_switch(&c.a) && self.is_switch(&c.b))
             .filter(|c| !self.is_down(&c.a, &c.a_if) && !self.is_down(&c.b, &c.b_if))
-            .filter(|c| c.a == switch || c.b == switch)
+            .filter(|c| {
+                (c.a == system && self.runs_lldpd(&c.b)) || (c.b == system && self.runs_lldpd(&c.a))
+            })
             .count()
     }
 
-    /// Polls every switch's lldpd until it sees all its switch neighbours.
+    /// Polls every lldpd until it sees all its transmitting neighbours.
     pub fn wait_for_switches(&self) {
         let deadline = Instant::now() + NEIGHBOUR_DEADLINE;
-        for sw in &self.switches {
-            let want = self.expected_switch_neighbours(sw);
+        let systems: Vec<&String> = self
+            .switches
+            .iter()
+            .chain(self.hosts.iter().map(|h| &h.0))
+            .filter(|s| self.runs_lldpd(s))
+            .collect();
+        for sw in systems {
+            let want = self.expected_neighbours(sw);
             loop {
                 let out = self.lldpcli(sw, &["-f", "json0", "show", "neighbors"]);
                 let seen = serde_json::from_slice::<Value>(&out.stdout)
@@ -214,12 +295,58 @@ impl NetnsFabric {
         }
     }
 
-    /// Collects every table into `<sandbox>/tables/<name>.json` and returns the directory.
-    /// Hosts listen in parallel until each cabled NIC has its neighbour.
+    /// Collects every table into `<sandbox>/tables/<name>.json` and returns the directory:
+    /// each lldpd's `show interfaces details` and `show neighbors details`; listening hosts
+    /// listen in parallel until each cabled NIC has its neighbour.
     pub fn collect(&self) -> PathBuf {
         self.wait_for_switches();
         let dir = self.sandbox.dir().join("tables");
         std::fs::create_dir_all(&dir).expect("create tables directory");
+        if self.host_agent == HostAgent::Listener {
+            self.collect_listeners(&dir);
+        }
+        for system in self.lldpd_systems() {
+            let mut text = Vec::new();
+            for what in ["interfaces", "neighbors"] {
+                let out = self.lldpcli(&system, &["-f", "json0", "show", what, "details"]);
+                assert!(
+                    out.status.success(),
+                    "lldpcli show {what} on {system}: {out:?}"
+                );
+                text.extend_from_slice(&out.stdout);
+            }
+            std::fs::write(dir.join(format!("{system}.json")), text).expect("write table");
+        }
+        dir
+    }
+
+    /// Collects what an operator most often has: `lldpcli -f json0 show neighbors` of every
+    /// box running lldpd, each in a file named after the box, into `<sandbox>/neighbours/`.
+    pub fn collect_neighbours_only(&self) -> PathBuf {
+        self.wait_for_switches();
+        let dir = self.sandbox.dir().join("neighbours");
+        std::fs::create_dir_all(&dir).expect("create neighbours directory");
+        for system in self.lldpd_systems() {
+            let out = self.lldpcli(&system, &["-f", "json0", "show", "neighbors"]);
+            assert!(
+                out.status.success(),
+                "lldpcli show neighbors on {system}: {out:?}"
+            );
+            std::fs::write(dir.join(format!("{system}.json")), &out.stdout).expect("write table");
+        }
+        dir
+    }
+
+    fn lldpd_systems(&self) -> Vec<String> {
+        self.switches
+            .iter()
+            .chain(self.hosts.iter().map(|h| &h.0))
+            .filter(|s| self.runs_lldpd(s))
+            .cloned()
+            .collect()
+    }
+
+    fn collect_listeners(&self, dir: &Path) {
         let listeners: Vec<(String, usize, Child)> = self
             .hosts
             .iter()
@@ -275,16 +402,6 @@ impl NetnsFabric {
             std::fs::write(dir.join(format!("{name}.json")), &out.stdout)
                 .expect("write host table");
         }
-        for sw in &self.switches {
-            let mut text = Vec::new();
-            for what in ["interfaces", "neighbors"] {
-                let out = self.lldpcli(sw, &["-f", "json0", "show", what, "details"]);
-                assert!(out.status.success(), "lldpcli show {what} on {sw}: {out:?}");
-                text.extend_from_slice(&out.stdout);
-            }
-            std::fs::write(dir.join(format!("{sw}.json")), text).expect("write switch table");
-        }
-        dir
     }
 }
 
@@ -320,6 +437,15 @@ pub enum Fault {
 /// at port swp<k> (k = 1-4 within the group); leaf uplinks swp51 to spine1 and swp52 to spine2,
 /// spine port swp<leaf>.
 pub fn rail_fabric(test: &str, fault: Fault) -> NetnsFabric {
+    rail_fabric_with(test, fault, |_| {})
+}
+
+/// [`rail_fabric`], with `extend` adding systems, cables or settings before it is built.
+pub fn rail_fabric_with(
+    test: &str,
+    fault: Fault,
+    extend: impl FnOnce(&mut NetnsFabric),
+) -> NetnsFabric {
     let mut f = NetnsFabric::new(test);
     f.switch("spine1").switch("spine2");
     for l in 1..=4 {
@@ -358,6 +484,7 @@ pub fn rail_fabric(test: &str, fault: Fault) -> NetnsFabric {
             }
         }
     }
+    extend(&mut f);
     f.build();
     f
 }

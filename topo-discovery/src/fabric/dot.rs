@@ -1,10 +1,11 @@
 //! Graphviz DOT: domains as nested clusters, hosts at the bottom, spines on top; miswired
-//! cables in red, missing uplinks as dashed red edges.
+//! cables in red (both NICs of a swap, cables between hosts), missing uplinks as dashed red
+//! edges; hosts, switches and sibling domains left to right in natural order.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use super::model::{DomainIdx, Fabric, FindingKind};
+use super::model::{DomainIdx, Fabric, FindingKind, HostIdx, LinkKind};
 use super::report::tier_name;
 
 /// How hosts are drawn.
@@ -39,26 +40,57 @@ fn quote(s: &str) -> String {
     q
 }
 
-/// Renders the fabric as a DOT digraph (edges point up the tree; arrowheads are hidden).
+/// Renders the fabric as a DOT digraph. Edges point down the tree (switch to switch below, leaf
+/// to host) with `ordering=out`, and no second crossing minimisation across clusters, so
+/// Graphviz keeps the order they are written in; invisible same-rank edges keep a domain's
+/// switches in order. Hosts, switches and sibling domains run left to right in natural order.
+/// Arrowheads are hidden.
 pub fn render(fabric: &Fabric, detail: HostDetail) -> String {
     let each = match detail {
         HostDetail::Each => true,
         HostDetail::Summary => false,
         HostDetail::Auto => fabric.hosts.len() <= AUTO_MAX_HOSTS,
     };
-    let miswired: HashSet<(&str, &str)> = fabric
-        .findings
-        .iter()
-        .filter(|f| {
-            matches!(
-                f.kind,
-                FindingKind::SwappedRail | FindingKind::SharedLeaf | FindingKind::WrongGroup
-            )
-        })
-        .filter_map(|f| Some((f.host.as_deref()?, f.nic.as_deref()?)))
-        .collect();
     let mut out = String::new();
     let _ = writeln!(out, "digraph fabric {{");
+    header(fabric, &mut out);
+    for (i, d) in fabric.domains.iter().enumerate() {
+        if d.parent.is_none() {
+            cluster(fabric, DomainIdx(i as u32), each, 1, &mut out);
+        }
+    }
+    for (i, s) in fabric.switches.iter().enumerate() {
+        if s.domain.is_none() {
+            let note = if s.management {
+                "management"
+            } else {
+                "no tier"
+            };
+            let _ = writeln!(
+                out,
+                "  s{i} [label={}, fillcolor=\"#eeeeee\", style=\"rounded,filled,dashed\"];",
+                quote(&format!("{}\n({note})", s.name))
+            );
+        }
+    }
+    switch_edges(fabric, &mut out);
+    if each {
+        host_edges(fabric, &mut out);
+    } else {
+        for (di, d) in fabric.domains.iter().enumerate() {
+            if d.tier != 1 || d.hosts.is_empty() {
+                continue;
+            }
+            for s in &d.switches {
+                let _ = writeln!(out, "  s{} -> g{di};", s.0);
+            }
+        }
+    }
+    let _ = writeln!(out, "}}");
+    out
+}
+
+fn header(fabric: &Fabric, out: &mut String) {
     let title = format!(
         "{} hosts, {} switches, {} tiers{}; {} errors, {} warnings",
         fabric.hosts.len(),
@@ -74,7 +106,7 @@ pub fn render(fabric: &Fabric, detail: HostDetail) -> String {
     );
     let _ = writeln!(
         out,
-        "  graph [rankdir=BT, newrank=true, fontname=\"Helvetica\", fontsize=12, labelloc=t, label={}];",
+        "  graph [rankdir=TB, ordering=out, remincross=false, newrank=true, fontname=\"Helvetica\", fontsize=12, labelloc=t, label={}];",
         quote(&title)
     );
     let _ = writeln!(
@@ -85,76 +117,25 @@ pub fn render(fabric: &Fabric, detail: HostDetail) -> String {
         out,
         "  edge [fontname=\"Helvetica\", fontsize=8, arrowhead=none, color=\"#555555\"];"
     );
+}
 
-    for (i, d) in fabric.domains.iter().enumerate() {
-        if d.parent.is_none() {
-            cluster(fabric, DomainIdx(i as u32), each, 1, &mut out);
-        }
-    }
-    for (i, s) in fabric.switches.iter().enumerate() {
-        if s.domain.is_none() {
-            let _ = writeln!(
-                out,
-                "  s{i} [label={}, fillcolor=\"#eeeeee\", style=\"rounded,filled,dashed\"];",
-                quote(&format!("{}\n(no tier)", s.name))
-            );
-        }
-    }
-
-    // Host cables.
-    if each {
-        for (hi, h) in fabric.hosts.iter().enumerate() {
-            if h.domain.is_none() {
-                let _ = writeln!(
-                    out,
-                    "  h{hi} [label={}, shape=ellipse, color=red];",
-                    quote(&h.name)
-                );
-            }
-            for nic in &h.nics {
-                let Some(link) = &nic.link else { continue };
-                let bad = miswired.contains(&(h.name.as_str(), &*nic.name));
-                let _ = writeln!(
-                    out,
-                    "  h{hi} -> s{} [taillabel={}, headlabel={}{}];",
-                    link.switch.0,
-                    quote(&nic.name),
-                    quote(&link.port.name),
-                    if bad {
-                        ", color=red, penwidth=2, fontcolor=red"
-                    } else {
-                        ""
-                    }
-                );
-            }
-        }
-    } else {
-        for (di, d) in fabric.domains.iter().enumerate() {
-            if d.tier != 1 || d.hosts.is_empty() {
-                continue;
-            }
-            for s in &d.switches {
-                let _ = writeln!(out, "  g{di} -> s{};", s.0);
-            }
-        }
-    }
-    // Switch links.
+/// Links between switches, upper end first, and missing uplinks where both ends are known.
+fn switch_edges(fabric: &Fabric, out: &mut String) {
     for l in &fabric.links {
         let style = match l.kind {
-            super::model::LinkKind::Uplink => "",
-            super::model::LinkKind::Peer => ", style=dotted, constraint=false",
-            super::model::LinkKind::Unplaced => ", style=dashed",
+            LinkKind::Uplink => "",
+            LinkKind::Peer => ", style=dotted, constraint=false",
+            LinkKind::Unplaced => ", style=dashed",
         };
         let _ = writeln!(
             out,
             "  s{} -> s{} [taillabel={}, headlabel={}{style}];",
-            l.lower.switch.0,
             l.upper.switch.0,
-            quote(&l.lower.port.name),
-            quote(&l.upper.port.name)
+            l.lower.switch.0,
+            quote(&l.upper.port.name),
+            quote(&l.lower.port.name)
         );
     }
-    // Missing uplinks, where both ends are known.
     for f in &fabric.findings {
         if f.kind != FindingKind::MissingUplink {
             continue;
@@ -167,12 +148,79 @@ pub fn render(fabric: &Fabric, detail: HostDetail) -> String {
             let _ = writeln!(
                 out,
                 "  s{} -> s{} [style=dashed, color=red, fontcolor=red, label=\"missing\"];",
-                c.0, p.0
+                p.0, c.0
             );
         }
     }
-    let _ = writeln!(out, "}}");
-    out
+}
+
+/// Each host's cables: to its leaves (red when the report says the NIC is miswired: both
+/// NICs of a swap, a NIC on the wrong leaf or group) and to other hosts (red).
+fn host_edges(fabric: &Fabric, out: &mut String) {
+    let miswired: HashSet<(&str, &str)> = fabric
+        .findings
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.kind,
+                FindingKind::SwappedRail | FindingKind::SharedLeaf | FindingKind::WrongGroup
+            )
+        })
+        .filter_map(|f| Some((f.host.as_deref()?, f.nic.as_deref()?)))
+        .collect();
+    for (hi, h) in fabric.hosts.iter().enumerate() {
+        if h.domain.is_none() {
+            let _ = writeln!(
+                out,
+                "  h{hi} [label={}, shape=ellipse, color=red];",
+                quote(&h.name)
+            );
+        }
+        host_cables(fabric, hi, out);
+        for nic in &h.nics {
+            let Some(link) = &nic.link else { continue };
+            let bad = miswired.contains(&(h.name.as_str(), &*nic.name));
+            let _ = writeln!(
+                out,
+                "  s{} -> h{hi} [taillabel={}, headlabel={}{}];",
+                link.switch.0,
+                quote(&link.port.name),
+                quote(&nic.name),
+                if bad {
+                    ", color=red, penwidth=2, fontcolor=red"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+}
+
+/// Cables from host `hi`'s NICs to other hosts, in red, drawn once (from the first end).
+fn host_cables(fabric: &Fabric, hi: usize, out: &mut String) {
+    let h = &fabric.hosts[hi];
+    for nic in &h.nics {
+        let Some(HostIdx(other)) = nic.peer.as_ref().and_then(|p| p.host) else {
+            continue;
+        };
+        let far = fabric.host(HostIdx(other));
+        let far_port = nic.peer.as_ref().map_or("", |p| p.port.as_str());
+        let back = far.nics.iter().any(|n| {
+            *n.name == *far_port
+                && n.peer
+                    .as_ref()
+                    .is_some_and(|p| p.host == Some(HostIdx(hi as u32)))
+        });
+        if back && (other as usize, far_port) < (hi, &*nic.name) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  h{hi} -> h{other} [taillabel={}, headlabel={}, color=red, penwidth=2, fontcolor=red, constraint=false];",
+            quote(&nic.name),
+            quote(far_port)
+        );
+    }
 }
 
 fn cluster(fabric: &Fabric, idx: DomainIdx, each: bool, depth: usize, out: &mut String) {
@@ -204,6 +252,14 @@ fn cluster(fabric: &Fabric, idx: DomainIdx, each: bool, depth: usize, out: &mut 
             "{pad}  s{} [label={}];",
             s.0,
             quote(&format!("{}{rails}", sw.name))
+        );
+    }
+    if d.switches.len() > 1 {
+        let chain: Vec<String> = d.switches.iter().map(|s| format!("s{}", s.0)).collect();
+        let _ = writeln!(
+            out,
+            "{pad}  {{ rank=same; {} [style=invis]; }}",
+            chain.join(" -> ")
         );
     }
     if d.tier == 1 && !d.hosts.is_empty() {

@@ -96,6 +96,9 @@ pub struct SwitchDoc<'a> {
     /// Ports without a neighbour in its own table.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub free_ports: Vec<&'a str>,
+    /// A management switch, left out of the fabric.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub management: bool,
 }
 
 /// A host.
@@ -125,6 +128,9 @@ pub struct NicDoc<'a> {
     /// Switch port as resolved.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<&'a str>,
+    /// What the NIC sees when that is not a switch: `<system> <port>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
 }
 
 /// A switch link.
@@ -200,6 +206,7 @@ pub fn document(fabric: &Fabric) -> FabricDocument<'_> {
                 domain: s.domain.map(|d| fabric.domain(d).id.as_str()),
                 rails: s.rails.clone(),
                 free_ports: s.free_ports.iter().map(|p| &**p).collect(),
+                management: s.management,
             })
             .collect(),
         hosts: fabric
@@ -222,6 +229,7 @@ pub fn document(fabric: &Fabric) -> FabricDocument<'_> {
                         rail: n.rail,
                         switch: n.link.as_ref().map(|l| fabric.switch(l.switch).id.as_str()),
                         port: n.link.as_ref().map(|l| &*l.port.name),
+                        peer: n.peer.as_ref().map(|p| format!("{} {}", p.system, p.port)),
                     })
                     .collect(),
             })

@@ -13,9 +13,12 @@
 //! The rules (tiers, leaf groups, rails, ids) are explained in `docs/fabric-model.md`.
 
 mod domains;
+mod draft;
 mod infer;
 mod ingest;
 mod model;
+mod options;
+mod raw;
 mod report;
 
 pub mod dot;
@@ -26,35 +29,18 @@ pub mod names;
 pub mod slurm;
 pub mod synthetic;
 pub mod volcano;
-pub mod yaml;
 
-pub use ingest::{AdvertisedPort, FabricBuilder};
+pub use ingest::{
+    AdvertisedPort, FabricBuilder, NeighborSighting, ObserverFacts, PortHandle, TableHandle,
+};
 pub use model::{
     Domain, DomainIdx, Fabric, Finding, FindingKind, Host, HostIdx, LinkEnd, LinkKind, Nic,
-    NicLink, PortRef, Severity, Switch, SwitchIdx, SwitchLink,
+    NicLink, NicPeer, PortRef, Severity, Switch, SwitchIdx, SwitchLink,
 };
+pub use options::{FabricNics, InferOptions, NicPattern, RailKey};
 pub use report::tier_name;
 
 use spinel_wire::neighbor::NeighborTable;
-
-/// How NICs are assigned to rails.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum RailKey {
-    /// Rail = NIC name: `ens1f0np0` is the same rail on every host. Right when hosts share a
-    /// hardware layout (the usual case), and robust to a host missing a NIC.
-    #[default]
-    NicName,
-    /// Rail = position of the NIC in the host's NIC list (natural name order): for fleets whose
-    /// NIC names differ between hosts.
-    NicOrder,
-}
-
-/// Inference settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InferOptions {
-    /// How NICs map to rails.
-    pub rail_key: RailKey,
-}
 
 /// Infers the fabric from a set of tables (a convenience over [`FabricBuilder`]).
 pub fn infer<'a>(

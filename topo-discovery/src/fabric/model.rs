@@ -61,6 +61,9 @@ pub struct Switch {
     pub rails: Vec<u16>,
     /// Ports the switch's own table lists without any neighbour: where a missing cable goes.
     pub free_ports: Vec<Arc<str>>,
+    /// A management (out-of-band) switch: only hosts' management NICs reach it, so it is left
+    /// out of the fabric (no tier, no rail, no domain).
+    pub management: bool,
 }
 
 /// A host (a Kubernetes node).
@@ -85,6 +88,19 @@ pub struct Nic {
     pub rail: u16,
     /// The switch port it is cabled to, when it sees one.
     pub link: Option<NicLink>,
+    /// What it sees when that is not a switch (another host's NIC, a server).
+    pub peer: Option<NicPeer>,
+}
+
+/// A system a host NIC sees that is not a switch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NicPeer {
+    /// Its System Name, else its chassis ID.
+    pub system: String,
+    /// Its port as it advertises it (for a host: its NIC).
+    pub port: String,
+    /// The host, when it is one of this fabric's hosts.
+    pub host: Option<HostIdx>,
 }
 
 /// A NIC's link to a leaf.
@@ -206,6 +222,12 @@ pub enum FindingKind {
     UnplacedSwitch,
     /// A table's observer could not be matched to one switch.
     AmbiguousObserver,
+    /// A switch that only hosts' management NICs reach, left out of the fabric.
+    ManagementSwitch,
+    /// A host the caller named appears in no table.
+    HostNotSeen,
+    /// No host could be placed in the fabric: the outputs would be empty.
+    NoHostsPlaced,
 }
 
 /// One entry of the miswiring report.
@@ -259,6 +281,9 @@ impl FindingKind {
             FindingKind::AsymmetricFanout => "asymmetric_fanout",
             FindingKind::UnplacedSwitch => "unplaced_switch",
             FindingKind::AmbiguousObserver => "ambiguous_observer",
+            FindingKind::ManagementSwitch => "management_switch",
+            FindingKind::HostNotSeen => "host_not_seen",
+            FindingKind::NoHostsPlaced => "no_hosts_placed",
         }
     }
 }
@@ -309,6 +334,11 @@ impl Fabric {
             .iter()
             .filter(|f| f.severity == Severity::Error)
             .count()
+    }
+
+    /// Number of hosts placed in a domain (the ones that get labels and HyperNode membership).
+    pub fn placed_hosts(&self) -> usize {
+        self.hosts.iter().filter(|h| h.domain.is_some()).count()
     }
 
     /// Number of warning findings.

@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 use super::model::{
     Domain, DomainIdx, Fabric, Finding, FindingKind, Host, LinkKind, Severity, SwitchIdx,
 };
+use super::names::natural_cmp;
 
 /// Tier names used in messages and as HyperNode `tierName`s.
 pub fn tier_name(tier: u8) -> String {
@@ -19,10 +20,13 @@ pub fn tier_name(tier: u8) -> String {
     }
 }
 
-pub(crate) fn check(fabric: &mut Fabric) {
+/// Adds the report's findings; `listed` are the hosts the caller named.
+pub(crate) fn check(fabric: &mut Fabric, listed: &[String]) {
     let mut out = Vec::new();
     check_hosts(fabric, &mut out);
+    check_host_cables(fabric, &mut out);
     check_uplinks(fabric, &mut out);
+    check_placement(fabric, listed, &mut out);
     fabric.findings.extend(out);
 }
 
@@ -136,53 +140,185 @@ fn check_hosts(fabric: &Fabric, out: &mut Vec<Finding>) {
         if fabric.rail_optimized {
             check_rails(fabric, host, group, out);
         }
-        for &rail in &expected[g as usize] {
-            let connected = host.nics.iter().any(|n| n.rail == rail && n.link.is_some());
-            if connected {
-                continue;
-            }
-            let leaf = leaf_for_rail(fabric, group, rail);
-            let unlinked = host.nics.iter().find(|n| n.rail == rail);
-            let to = leaf.map_or_else(String::new, |l| {
-                format!(
-                    " it belongs on leaf {}{}",
-                    fabric.switch(l).name,
-                    free_ports_hint(fabric, l)
-                )
-            });
-            let (nic, what) = match unlinked {
-                Some(n) => (
-                    Some(n.name.to_string()),
-                    format!(
+        check_missing_rails(fabric, host, group, &expected[g as usize], out);
+    }
+}
+
+/// Rails of the host's group that the host lacks: the NIC is absent, sees nothing, or sees a
+/// device that is no switch. A NIC cabled to another host is left to [`check_host_cables`].
+fn check_missing_rails(
+    fabric: &Fabric,
+    host: &Host,
+    group: &Domain,
+    expected: &[u16],
+    out: &mut Vec<Finding>,
+) {
+    for &rail in expected {
+        if host.nics.iter().any(|n| n.rail == rail && n.link.is_some()) {
+            continue;
+        }
+        let unlinked = host.nics.iter().find(|n| n.rail == rail);
+        if unlinked.is_some_and(|n| n.peer.as_ref().is_some_and(|p| p.host.is_some())) {
+            continue;
+        }
+        let leaf = leaf_for_rail(fabric, group, rail);
+        let to = leaf.map_or_else(String::new, |l| {
+            format!(
+                " it belongs on leaf {}{}",
+                fabric.switch(l).name,
+                free_ports_hint(fabric, l)
+            )
+        });
+        let (nic, what) = match unlinked {
+            Some(n) => (
+                Some(n.name.to_string()),
+                match &n.peer {
+                    Some(p) => format!(
+                        "NIC {} sees {} ({}), which is not a switch;",
+                        n.name, p.system, p.port
+                    ),
+                    None => format!(
                         "NIC {} sees no LLDP neighbour (cable, link down, or LLDP blind);",
                         n.name
                     ),
-                ),
-                None => (None, String::from("has no NIC for it;")),
+                },
+            ),
+            None => (None, String::from("has no NIC for it;")),
+        };
+        // In a rail-optimised fabric a missing rail breaks NCCL's rail alignment; elsewhere
+        // hosts with fewer NICs are often just a different model.
+        let severity = if fabric.rail_optimized {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        out.push(Finding {
+            severity,
+            kind: FindingKind::MissingRail,
+            host: Some(host.name.clone()),
+            nic,
+            switch: leaf.map(|l| fabric.switch(l).name.clone()),
+            port: None,
+            expected: leaf.map(|l| format!("leaf {}", fabric.switch(l).name)),
+            message: format!(
+                "{} lacks {}: {what}{to}",
+                host.name,
+                rail_label(fabric, rail, None),
+            ),
+        });
+    }
+}
+
+/// Where a NIC of `host` on `rail` belongs: the leaf of its group serving that rail.
+fn home_leaf(fabric: &Fabric, host: &Host, rail: u16) -> Option<SwitchIdx> {
+    let group = fabric.domain(host.domain?);
+    leaf_for_rail(fabric, group, rail)
+}
+
+/// Cables between two hosts of the fabric, once per cable (from the end whose host and NIC
+/// come first), naming both ends and where each belongs.
+fn check_host_cables(fabric: &Fabric, out: &mut Vec<Finding>) {
+    for host in &fabric.hosts {
+        for nic in &host.nics {
+            let Some(peer) = &nic.peer else { continue };
+            let (Some(other), None) = (peer.host, &nic.link) else {
+                continue;
             };
-            // In a rail-optimised fabric a missing rail breaks NCCL's rail alignment; elsewhere
-            // hosts with fewer NICs are often just a different model.
-            let severity = if fabric.rail_optimized {
-                Severity::Error
+            let far = fabric.host(other);
+            let far_nic = far.nics.iter().find(|n| *n.name == *peer.port);
+            let sees_back = far_nic
+                .and_then(|n| n.peer.as_ref())
+                .is_some_and(|p| p.host.is_some_and(|h| fabric.host(h).name == host.name));
+            let first = natural_cmp(&host.name, &far.name)
+                .then_with(|| natural_cmp(&nic.name, &peer.port))
+                .is_le();
+            if sees_back && !first {
+                continue;
+            }
+            let belongs = |h: &Host, n: Option<&super::model::Nic>| -> Option<String> {
+                let n = n?;
+                let leaf = home_leaf(fabric, h, n.rail)?;
+                Some(format!(
+                    "{} {} belongs on leaf {}{}",
+                    h.name,
+                    n.name,
+                    fabric.switch(leaf).name,
+                    free_ports_hint(fabric, leaf)
+                ))
+            };
+            let mut homes: Vec<String> = belongs(host, Some(nic)).into_iter().collect();
+            homes.extend(belongs(far, far_nic));
+            let fix = if homes.is_empty() {
+                String::from("cable both to their leaves")
             } else {
-                Severity::Warning
+                homes.join("; ")
             };
+            let expected = home_leaf(fabric, host, nic.rail)
+                .map(|l| format!("leaf {}", fabric.switch(l).name));
             out.push(Finding {
-                severity,
-                kind: FindingKind::MissingRail,
+                severity: Severity::Error,
+                kind: FindingKind::NotASwitch,
                 host: Some(host.name.clone()),
-                nic,
-                switch: leaf.map(|l| fabric.switch(l).name.clone()),
+                nic: Some(nic.name.to_string()),
+                switch: None,
                 port: None,
-                expected: leaf.map(|l| format!("leaf {}", fabric.switch(l).name)),
+                expected: Some(expected.unwrap_or_else(|| String::from("a leaf switch"))),
                 message: format!(
-                    "{} lacks {}: {what}{to}",
-                    host.name,
-                    rail_label(fabric, rail, None),
+                    "{} {} is cabled to host {} {}, not to a switch: {fix}",
+                    host.name, nic.name, far.name, peer.port
                 ),
             });
         }
     }
+}
+
+/// Nothing placed means empty outputs: say so, and why; and name the hosts the caller listed
+/// that no table shows.
+fn check_placement(fabric: &Fabric, listed: &[String], out: &mut Vec<Finding>) {
+    for name in listed {
+        if fabric.host_by_name(name).is_none() {
+            out.push(Finding {
+                severity: Severity::Warning,
+                kind: FindingKind::HostNotSeen,
+                host: Some(name.clone()),
+                nic: None,
+                switch: None,
+                port: None,
+                expected: None,
+                message: format!(
+                    "host {name} was named as a host but no table shows it: collect its table \
+                     (or its leaf's) and check that LLDP runs on its fabric NICs"
+                ),
+            });
+        }
+    }
+    if fabric.placed_hosts() > 0 {
+        return;
+    }
+    let why = if fabric.hosts.is_empty() {
+        format!(
+            "no system was recognised as a host ({} switches): name the hosts (--host, \
+             --hosts-from: the Kubernetes node names) or their fabric NICs (--fabric-nics), or \
+             capture hosts with `spinelctl lldp listen --role host`",
+            fabric.switches.len()
+        )
+    } else {
+        format!(
+            "none of the {} hosts sees a fabric switch on a fabric NIC: check the captures, \
+             the cabling and --fabric-nics",
+            fabric.hosts.len()
+        )
+    };
+    out.push(Finding {
+        severity: Severity::Error,
+        kind: FindingKind::NoHostsPlaced,
+        host: None,
+        nic: None,
+        switch: None,
+        port: None,
+        expected: None,
+        message: format!("no host could be placed in the fabric, so every output is empty: {why}"),
+    });
 }
 
 fn check_rails(fabric: &Fabric, host: &Host, group: &Domain, out: &mut Vec<Finding>) {
@@ -302,131 +438,60 @@ fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
                 .or_default() += 1;
         }
     }
-    for d in &fabric.domains {
-        if d.tier < 2 {
-            continue;
-        }
-        let lower_tier = d.tier - 1;
+    for d in fabric.domains.iter().filter(|d| d.tier >= 2) {
         let mut children: Vec<SwitchIdx> = d
             .children
             .iter()
             .flat_map(|c| fabric.domain(*c).switches.iter().copied())
             .collect();
         children.sort();
-        let parents = &d.switches;
-        // What each parent would have if every child matched its usual link count.
         let mut corrected: HashMap<u32, i64> = HashMap::new();
-        for &p in parents {
-            let linked: Vec<u32> = children
+        for &p in &d.switches {
+            check_parent(fabric, d, p, &children, &count, &mut corrected, out);
+        }
+        if d.switches.len() >= 2 {
+            check_fanout(fabric, d, &children, &count, &corrected, out);
+        }
+    }
+    check_rootless(fabric, out);
+}
+
+/// One upper switch of domain `d` against its children: an extra parallel link is an
+/// asymmetric fan-out, a missing one (where most children have it) a missing uplink.
+/// `corrected` collects what the parent's downlink total would be if every child matched the
+/// usual count.
+fn check_parent(
+    fabric: &Fabric,
+    d: &Domain,
+    p: SwitchIdx,
+    children: &[SwitchIdx],
+    count: &FxHashMap<(u32, u32), u32>,
+    corrected: &mut HashMap<u32, i64>,
+    out: &mut Vec<Finding>,
+) {
+    let lower_tier = d.tier - 1;
+    let linked: Vec<u32> = children
+        .iter()
+        .map(|c| count.get(&(c.0, p.0)).copied().unwrap_or(0))
+        .collect();
+    let n_linked = linked.iter().filter(|&&c| c > 0).count();
+    let Some(expected) = mode(linked.iter().copied().filter(|&c| c > 0)) else {
+        return;
+    };
+    let common = 2 * n_linked >= children.len();
+    let parent = fabric.switch(p);
+    for (c, &have) in children.iter().zip(&linked) {
+        let child = fabric.switch(*c);
+        if have > expected {
+            *corrected.entry(p.0).or_default() -= i64::from(have - expected);
+            let ports: Vec<String> = fabric
+                .links
                 .iter()
-                .map(|c| count.get(&(c.0, p.0)).copied().unwrap_or(0))
+                .filter(|l| {
+                    l.kind == LinkKind::Uplink && l.lower.switch == *c && l.upper.switch == p
+                })
+                .map(|l| l.lower.port.to_string())
                 .collect();
-            let n_linked = linked.iter().filter(|&&c| c > 0).count();
-            let Some(expected) = mode(linked.iter().copied().filter(|&c| c > 0)) else {
-                continue;
-            };
-            let common = 2 * n_linked >= children.len();
-            let parent = fabric.switch(p);
-            for (c, &have) in children.iter().zip(&linked) {
-                let child = fabric.switch(*c);
-                if have > expected {
-                    *corrected.entry(p.0).or_default() -= i64::from(have - expected);
-                    let ports: Vec<String> = fabric
-                        .links
-                        .iter()
-                        .filter(|l| {
-                            l.kind == LinkKind::Uplink
-                                && l.lower.switch == *c
-                                && l.upper.switch == p
-                        })
-                        .map(|l| l.lower.port.to_string())
-                        .collect();
-                    out.push(Finding {
-                        severity: Severity::Warning,
-                        kind: FindingKind::AsymmetricFanout,
-                        host: None,
-                        nic: None,
-                        switch: Some(parent.name.clone()),
-                        port: None,
-                        expected: Some(format!(
-                            "{expected} link(s) from each {}",
-                            tier_name(lower_tier)
-                        )),
-                        message: format!(
-                            "{} {} has {have} links from {} {} (ports {}), {expected} from each \
-                             other {}: ECMP over it is unbalanced",
-                            tier_name(d.tier),
-                            parent.name,
-                            tier_name(lower_tier),
-                            child.name,
-                            ports.join(", "),
-                            tier_name(lower_tier)
-                        ),
-                    });
-                    continue;
-                }
-                if have == expected || !common {
-                    continue;
-                }
-                *corrected.entry(p.0).or_default() += i64::from(expected - have);
-                let has = if have == 0 {
-                    format!("has no link to {} {}", tier_name(d.tier), parent.name)
-                } else {
-                    format!(
-                        "has {have} link(s) to {} {} where its peers have {expected}",
-                        tier_name(d.tier),
-                        parent.name
-                    )
-                };
-                out.push(Finding {
-                    severity: Severity::Error,
-                    kind: FindingKind::MissingUplink,
-                    host: None,
-                    nic: None,
-                    switch: Some(child.name.clone()),
-                    port: child.free_ports.first().map(|p| p.to_string()),
-                    expected: Some(format!("{} {}", tier_name(d.tier), parent.name)),
-                    message: format!(
-                        "{} {} {has} ({n_linked} of the {} {} in {} do); cable {}{} to {}{}",
-                        tier_name(lower_tier),
-                        child.name,
-                        children.len(),
-                        tier_plural(lower_tier),
-                        d.id,
-                        child.name,
-                        free_ports_hint(fabric, *c),
-                        parent.name,
-                        free_ports_hint(fabric, p)
-                    ),
-                });
-            }
-        }
-        if parents.len() < 2 {
-            continue;
-        }
-        let totals: Vec<(SwitchIdx, u32, u32)> = parents
-            .iter()
-            .map(|&p| {
-                let total: u32 = children
-                    .iter()
-                    .map(|c| count.get(&(c.0, p.0)).copied().unwrap_or(0))
-                    .sum();
-                let fixed = i64::from(total) + corrected.get(&p.0).copied().unwrap_or(0);
-                (p, total, u32::try_from(fixed.max(0)).unwrap_or(0))
-            })
-            .collect();
-        let Some(usual) = mode(totals.iter().map(|t| t.2)) else {
-            continue;
-        };
-        for &(p, total, adjusted) in &totals {
-            if adjusted == usual {
-                continue;
-            }
-            let parent = fabric.switch(p);
-            let reached = children
-                .iter()
-                .filter(|c| count.get(&(c.0, p.0)).is_some_and(|&n| n > 0))
-                .count();
             out.push(Finding {
                 severity: Severity::Warning,
                 kind: FindingKind::AsymmetricFanout,
@@ -434,25 +499,123 @@ fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
                 nic: None,
                 switch: Some(parent.name.clone()),
                 port: None,
-                expected: Some(format!("{usual} downlinks")),
+                expected: Some(format!(
+                    "{expected} link(s) from each {}",
+                    tier_name(lower_tier)
+                )),
                 message: format!(
-                    "{} {} has {total} downlinks to {reached} of the {} {} in {}, its peers have \
-                     {usual}: traffic through it is {}",
+                    "{} {} has {have} links from {} {} (ports {}), {expected} from each \
+                     other {}: ECMP over it is unbalanced",
                     tier_name(d.tier),
                     parent.name,
-                    children.len(),
-                    tier_plural(lower_tier),
-                    d.id,
-                    if adjusted < usual {
-                        "oversubscribed"
-                    } else {
-                        "unbalanced"
-                    }
+                    tier_name(lower_tier),
+                    child.name,
+                    ports.join(", "),
+                    tier_name(lower_tier)
                 ),
             });
+            continue;
         }
+        if have == expected || !common {
+            continue;
+        }
+        *corrected.entry(p.0).or_default() += i64::from(expected - have);
+        let has = if have == 0 {
+            format!("has no link to {} {}", tier_name(d.tier), parent.name)
+        } else {
+            format!(
+                "has {have} link(s) to {} {} where its peers have {expected}",
+                tier_name(d.tier),
+                parent.name
+            )
+        };
+        out.push(Finding {
+            severity: Severity::Error,
+            kind: FindingKind::MissingUplink,
+            host: None,
+            nic: None,
+            switch: Some(child.name.clone()),
+            port: child.free_ports.first().map(|p| p.to_string()),
+            expected: Some(format!("{} {}", tier_name(d.tier), parent.name)),
+            message: format!(
+                "{} {} {has} ({n_linked} of the {} {} in {} do); cable {}{} to {}{}",
+                tier_name(lower_tier),
+                child.name,
+                children.len(),
+                tier_plural(lower_tier),
+                d.id,
+                child.name,
+                free_ports_hint(fabric, *c),
+                parent.name,
+                free_ports_hint(fabric, p)
+            ),
+        });
     }
-    // Domains left without a parent while higher tiers exist: every switch in them lacks uplinks.
+}
+
+/// Upper switches of one domain whose downlink totals differ from their peers' beyond what
+/// missing uplinks explain.
+fn check_fanout(
+    fabric: &Fabric,
+    d: &Domain,
+    children: &[SwitchIdx],
+    count: &FxHashMap<(u32, u32), u32>,
+    corrected: &HashMap<u32, i64>,
+    out: &mut Vec<Finding>,
+) {
+    let lower_tier = d.tier - 1;
+    let totals: Vec<(SwitchIdx, u32, u32)> = d
+        .switches
+        .iter()
+        .map(|&p| {
+            let total: u32 = children
+                .iter()
+                .map(|c| count.get(&(c.0, p.0)).copied().unwrap_or(0))
+                .sum();
+            let fixed = i64::from(total) + corrected.get(&p.0).copied().unwrap_or(0);
+            (p, total, u32::try_from(fixed.max(0)).unwrap_or(0))
+        })
+        .collect();
+    let Some(usual) = mode(totals.iter().map(|t| t.2)) else {
+        return;
+    };
+    for &(p, total, adjusted) in &totals {
+        if adjusted == usual {
+            continue;
+        }
+        let parent = fabric.switch(p);
+        let reached = children
+            .iter()
+            .filter(|c| count.get(&(c.0, p.0)).is_some_and(|&n| n > 0))
+            .count();
+        out.push(Finding {
+            severity: Severity::Warning,
+            kind: FindingKind::AsymmetricFanout,
+            host: None,
+            nic: None,
+            switch: Some(parent.name.clone()),
+            port: None,
+            expected: Some(format!("{usual} downlinks")),
+            message: format!(
+                "{} {} has {total} downlinks to {reached} of the {} {} in {}, its peers have \
+                 {usual}: traffic through it is {}",
+                tier_name(d.tier),
+                parent.name,
+                children.len(),
+                tier_plural(lower_tier),
+                d.id,
+                if adjusted < usual {
+                    "oversubscribed"
+                } else {
+                    "unbalanced"
+                }
+            ),
+        });
+    }
+}
+
+/// Domains left without a parent while higher tiers exist: every switch in them lacks uplinks.
+fn check_rootless(fabric: &Fabric, out: &mut Vec<Finding>) {
     for d in &fabric.domains {
         if d.parent.is_some() || d.tier >= fabric.depth {
             continue;

@@ -284,6 +284,8 @@ pub const TWO_RAIL_NICS: [&str; 2] = ["ens1f0np0", "ens1f1np1"];
 #[derive(Debug, Clone, Default)]
 pub struct Lab {
     tables: std::collections::BTreeMap<String, NeighborTable>,
+    /// Every cable plugged and not pulled: (a, a's port, b, b's port).
+    cables: Vec<[String; 4]>,
 }
 
 impl Lab {
@@ -352,6 +354,8 @@ impl Lab {
     pub fn cable(&mut self, a: &str, a_port: &str, b: &str, b_port: &str) -> &mut Self {
         self.see(a, a_port, b, b_port);
         self.see(b, b_port, a, a_port);
+        self.cables
+            .push([a.into(), a_port.into(), b.into(), b_port.into()]);
         self
     }
 
@@ -378,6 +382,8 @@ impl Lab {
 
     /// Removes every neighbour from `a`'s port `a_port` and the far end's view of it.
     pub fn uncable(&mut self, a: &str, a_port: &str) -> &mut Self {
+        self.cables
+            .retain(|c| !((c[0] == a && c[1] == a_port) || (c[2] == a && c[3] == a_port)));
         let mut far: Vec<(String, String)> = Vec::new();
         if let Some(t) = self.tables.get_mut(a) {
             for p in t.ports.iter_mut().filter(|p| p.port == a_port) {
@@ -419,6 +425,63 @@ impl Lab {
                 t.ports
                     .sort_by(|a, b| super::names::natural_cmp(&a.port, &b.port));
                 t
+            })
+            .collect()
+    }
+
+    /// Every table as lldpd running on every box (hosts included) gives it: hosts transmit
+    /// `host_caps` (Router alone for a Kubernetes node with forwarding on, Station without), so
+    /// switches and hosts cabled to hosts see them; each table carries its chassis ID and the
+    /// role lldpd's reader derives from the box's own capabilities (Bridge: switch; neither
+    /// Bridge nor Router: host; Router alone: none). Returns each table with the capabilities
+    /// its box advertises.
+    pub fn lldpd_tables(&self, host_caps: &[Capability]) -> Vec<(NeighborTable, Capabilities)> {
+        let is_host = |name: &str| {
+            self.tables
+                .get(name)
+                .is_some_and(|t| t.observer.role == Some(Role::Host))
+        };
+        let host_caps = Capabilities {
+            supported: host_caps.to_vec(),
+            enabled: host_caps.to_vec(),
+        };
+        let switch_caps = Capabilities {
+            supported: vec![Capability::Bridge, Capability::Router],
+            enabled: vec![Capability::Bridge, Capability::Router],
+        };
+        let mut lab = self.clone();
+        for [a, a_port, b, b_port] in &self.cables {
+            for (me, my_port, host, its_port) in [(a, a_port, b, b_port), (b, b_port, a, a_port)] {
+                if !is_host(host) {
+                    continue;
+                }
+                if let Some(t) = lab.tables.get_mut(me) {
+                    let mut n = neighbor(Self::chassis_of(host), host, its_port);
+                    n.capabilities = Some(host_caps.clone());
+                    Self::port_mut(t, my_port).neighbors.push(n);
+                }
+            }
+        }
+        let derived = |caps: &Capabilities| {
+            if caps.enabled.contains(&Capability::Bridge) {
+                Some(Role::Switch)
+            } else if caps.enabled.contains(&Capability::Router) {
+                None
+            } else {
+                Some(Role::Host)
+            }
+        };
+        lab.tables()
+            .into_iter()
+            .map(|mut t| {
+                let caps = if is_host(&t.observer.name) {
+                    host_caps.clone()
+                } else {
+                    switch_caps.clone()
+                };
+                t.observer.chassis_id = Some(Self::chassis_of(&t.observer.name));
+                t.observer.role = derived(&caps);
+                (t, caps)
             })
             .collect()
     }

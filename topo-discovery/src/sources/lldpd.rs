@@ -17,18 +17,31 @@ use spinel_wire::neighbor::{
     VlanName,
 };
 
-use super::{Capture, Format};
+use super::{Capture, Format, NamedBy, ParseOptions};
 
 /// lldpd output that cannot be turned into a table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LldpdError {
     /// No local chassis in the document and no observer name given.
     #[error(
-        "lldpd output without the observer's own chassis: capture `lldpcli -f json0 show \
-         interfaces details` (or `show chassis details`) into the same file before `show \
-         neighbors details`, or name the observer explicitly"
+        "lldpd output without the observer's own chassis (neighbours only): capture `lldpcli \
+         -f json0 show interfaces details` into the same file before `show neighbors details`, \
+         or name the observer: `spinelctl topo infer NAME=FILE` (files named after their system, \
+         such as leaf01.json, are named by their file name)"
     )]
     NoObserver,
+    /// One file holds the captures of several systems.
+    #[error(
+        "the file holds the lldpd output of {count} systems ({}): split it, one file per \
+         system (`lldpcli` on each box into its own file; a directory of them is one argument)",
+        systems.join(", ")
+    )]
+    SeveralSystems {
+        /// How many systems (or `show neighbors` outputs).
+        count: usize,
+        /// What tells them apart: their names, or `show neighbors` output numbers.
+        systems: Vec<String>,
+    },
     /// An element that must be there is missing or malformed.
     #[error("lldpd output, {context}: {problem}")]
     Shape {
@@ -327,8 +340,11 @@ fn neighbor(entry: &Map<String, Value>, context: &str) -> Result<Neighbor, Lldpd
 }
 
 /// Converts the lldpd documents of one system (already split from the file) into a capture.
-/// `observer` names the system when the documents lack its own chassis, or overrides it.
-pub fn capture(docs: &[Value], observer: Option<&str>) -> Result<Capture, LldpdError> {
+/// `options.observer` names the system (overriding its own chassis name); without it,
+/// `options.fallback_observer` names a system whose documents lack its own chassis. Documents
+/// of several systems (different own chassis, or several `show neighbors` outputs) are refused.
+pub fn capture(docs: &[Value], options: &ParseOptions) -> Result<Capture, LldpdError> {
+    one_system(docs)?;
     let json0 = docs.iter().all(|d| {
         d.get("lldp")
             .or_else(|| d.get("local-chassis"))
@@ -375,26 +391,28 @@ pub fn capture(docs: &[Value], observer: Option<&str>) -> Result<Capture, LldpdE
             }
         }
     }
-    let name = match (observer, &local) {
-        (Some(name), _) => name.to_owned(),
-        (None, Some(c)) => c.name.clone().unwrap_or_else(|| c.id.value.clone()),
-        (None, None) => return Err(LldpdError::NoObserver),
+    let (name, observer_named_by) = match (&options.observer, &local, &options.fallback_observer) {
+        (Some(name), _, _) => (name.clone(), NamedBy::Caller),
+        (None, Some(c), _) => (
+            c.name.clone().unwrap_or_else(|| c.id.value.clone()),
+            NamedBy::Capture,
+        ),
+        (None, None, Some(name)) => (name.clone(), NamedBy::Fallback),
+        (None, None, None) => return Err(LldpdError::NoObserver),
     };
     // lldpd computes capabilities from the kernel: a bridge is a switch; a system that says it
     // is neither bridge nor router is a host; a router alone may be either (a Kubernetes node
     // with forwarding on), so inference decides.
-    let role = local
-        .as_ref()
-        .and_then(|c| c.capabilities.as_ref())
-        .and_then(|caps| {
-            if caps.enabled.contains(&Capability::Bridge) {
-                Some(Role::Switch)
-            } else if caps.enabled.contains(&Capability::Router) {
-                None
-            } else {
-                Some(Role::Host)
-            }
-        });
+    let own_capabilities = local.as_ref().and_then(|c| c.capabilities.clone());
+    let role = own_capabilities.as_ref().and_then(|caps| {
+        if caps.enabled.contains(&Capability::Bridge) {
+            Some(Role::Switch)
+        } else if caps.enabled.contains(&Capability::Router) {
+            None
+        } else {
+            Some(Role::Host)
+        }
+    });
     port_names.sort_by(|a, b| natural_cmp(a, b));
     port_names.dedup();
     let ports = port_names
@@ -431,7 +449,61 @@ pub fn capture(docs: &[Value], observer: Option<&str>) -> Result<Capture, LldpdE
         } else {
             Format::LldpdJson
         },
+        own_capabilities,
+        observer_named_by,
     })
+}
+
+/// Refuses documents of several systems: own chassis that differ (`show interfaces` or
+/// `show chassis` of two boxes), or more than one `show neighbors` output.
+fn one_system(docs: &[Value]) -> Result<(), LldpdError> {
+    let mut own: Vec<(String, String)> = Vec::new(); // (chassis ID, name)
+    let mut neighbour_docs = 0usize;
+    for doc in docs {
+        if let Some(lc) = doc.get("local-chassis")
+            && let Ok(c) = chassis(get(lc, "chassis").unwrap_or(&Value::Null), "local-chassis")
+        {
+            own.push((c.id.value.clone(), c.name.unwrap_or(c.id.value)));
+        }
+        let Some(lldp) = doc.get("lldp") else {
+            continue;
+        };
+        let mut interfaces = false;
+        for container in items(lldp) {
+            let Some(list) = get(container, "interface") else {
+                continue;
+            };
+            for (name, entry) in named(list, INTERFACE_KEYS) {
+                if entry.contains_key("status") {
+                    interfaces = true;
+                    let context = format!("interface {}", name.unwrap_or_default());
+                    if let Ok(c) = chassis(entry.get("chassis").unwrap_or(&Value::Null), &context) {
+                        own.push((c.id.value.clone(), c.name.unwrap_or(c.id.value)));
+                    }
+                }
+            }
+        }
+        if !interfaces {
+            neighbour_docs += 1;
+        }
+    }
+    own.sort();
+    own.dedup_by(|a, b| a.0 == b.0);
+    if own.len() > 1 {
+        let mut systems: Vec<String> = own.into_iter().map(|(_, name)| name).collect();
+        systems.sort_by(|a, b| natural_cmp(a, b));
+        return Err(LldpdError::SeveralSystems {
+            count: systems.len(),
+            systems,
+        });
+    }
+    if neighbour_docs > 1 {
+        return Err(LldpdError::SeveralSystems {
+            count: neighbour_docs,
+            systems: vec![format!("{neighbour_docs} `show neighbors` outputs")],
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

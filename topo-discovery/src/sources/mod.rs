@@ -11,11 +11,12 @@
 //! Parsing is pure: the caller reads the file and names it in errors.
 
 pub mod lldpd;
+mod spinel;
 
 use serde_json::Value;
 
-use crate::fabric::{AdvertisedPort, FabricBuilder};
-use spinel_wire::neighbor::{NeighborTable, SCHEMA};
+use crate::fabric::{AdvertisedPort, FabricBuilder, ObserverFacts};
+use spinel_wire::neighbor::{Capabilities, NeighborTable, SCHEMA};
 
 /// Which format a capture came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,15 +39,33 @@ pub struct Capture {
     pub advertised: Vec<AdvertisedPort>,
     /// The input format.
     pub format: Format,
+    /// The capabilities the observer advertises, when the capture says (lldpd's own chassis).
+    pub own_capabilities: Option<Capabilities>,
+    /// Where the observer's name came from.
+    pub observer_named_by: NamedBy,
+}
+
+/// Where a capture's observer name came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamedBy {
+    /// The capture itself (a Spinel table's observer, lldpd's own chassis).
+    Capture,
+    /// The caller ([`ParseOptions::observer`], `NAME=FILE`).
+    Caller,
+    /// The caller's fallback ([`ParseOptions::fallback_observer`], the file name): the capture
+    /// has only neighbours.
+    Fallback,
 }
 
 impl Capture {
-    /// Adds this capture to a builder.
+    /// Adds this capture to a builder. lldpd's role (from its capabilities) is passed on as
+    /// capability evidence, not as a stated role.
     pub fn add_to(&self, builder: &mut FabricBuilder) {
-        builder.add_table(&self.table);
-        if !self.advertised.is_empty() {
-            builder.add_advertised_ports(&self.table.observer, &self.advertised);
-        }
+        let facts = ObserverFacts {
+            capabilities: self.own_capabilities.as_ref(),
+            role_from_capabilities: self.format != Format::Spinel,
+        };
+        builder.add_capture(&self.table, &facts, &self.advertised);
     }
 }
 
@@ -55,6 +74,9 @@ impl Capture {
 pub struct ParseOptions {
     /// Observer name for lldpd output, overriding (or standing in for) its local chassis name.
     pub observer: Option<String>,
+    /// Observer name for lldpd output that lacks its own chassis (neighbours only), when
+    /// [`Self::observer`] is not given: what the CLI takes from the file name.
+    pub fallback_observer: Option<String>,
 }
 
 /// Why a document could not be read.
@@ -97,6 +119,52 @@ pub enum SourceError {
     /// lldpd output that cannot be understood.
     #[error(transparent)]
     Lldpd(#[from] lldpd::LldpdError),
+    /// The bytes are not UTF-8 text.
+    #[error("not UTF-8 text (invalid byte at offset {offset}): not a capture")]
+    NotUtf8 {
+        /// Where the first invalid byte is.
+        offset: usize,
+    },
+}
+
+/// What [`ingest`] added to the builder.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ingested {
+    /// Systems' tables added.
+    pub tables: usize,
+    /// Observers named by [`ParseOptions::fallback_observer`] (neighbours-only lldpd output).
+    pub named_by_fallback: Vec<String>,
+}
+
+/// Reads one file's bytes straight into `builder`: Spinel tables on a fast path that borrows
+/// from `bytes` and skips what inference does not read; anything else (lldpd output, invalid
+/// tables) through [`parse`], with its checks and error messages. Nothing is added on error.
+pub fn ingest(
+    bytes: &[u8],
+    options: &ParseOptions,
+    builder: &mut FabricBuilder,
+) -> Result<Ingested, SourceError> {
+    if let Some(tables) = spinel::ingest(bytes, builder) {
+        return Ok(Ingested {
+            tables,
+            named_by_fallback: Vec::new(),
+        });
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| SourceError::NotUtf8 {
+        offset: e.valid_up_to(),
+    })?;
+    let captures = parse(text, options)?;
+    let mut done = Ingested {
+        tables: captures.len(),
+        named_by_fallback: Vec::new(),
+    };
+    for c in &captures {
+        if c.observer_named_by == NamedBy::Fallback {
+            done.named_by_fallback.push(c.table.observer.name.clone());
+        }
+        c.add_to(builder);
+    }
+    Ok(done)
 }
 
 /// Parses one document into captures.
@@ -130,7 +198,7 @@ pub fn parse(text: &str, options: &ParseOptions) -> Result<Vec<Capture>, SourceE
         return Err(SourceError::Empty);
     }
     if !lldpd_docs.is_empty() {
-        captures.push(lldpd::capture(&lldpd_docs, options.observer.as_deref())?);
+        captures.push(lldpd::capture(&lldpd_docs, options)?);
     }
     Ok(captures)
 }
@@ -150,5 +218,7 @@ fn table_capture(index: usize, value: Value) -> Result<Capture, SourceError> {
         table,
         advertised: Vec::new(),
         format: Format::Spinel,
+        own_capabilities: None,
+        observer_named_by: NamedBy::Capture,
     })
 }

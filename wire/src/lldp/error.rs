@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use super::org::Oui;
+use super::oui::{Oui, org_tlv_name};
 use crate::mac::MacAddr;
 
 /// What kind of TLV an error is about.
@@ -74,7 +74,7 @@ impl fmt::Display for TlvKind {
             Self::SystemCapabilities => f.write_str("System Capabilities"),
             Self::ManagementAddress => f.write_str("Management Address"),
             Self::Reserved(t) => write!(f, "reserved type {t}"),
-            Self::Org { oui, subtype } => match super::org::org_tlv_name(*oui, *subtype) {
+            Self::Org { oui, subtype } => match org_tlv_name(*oui, *subtype) {
                 Some(name) => write!(f, "{name} ({oui} subtype {subtype})"),
                 None => write!(f, "organisational ({oui} subtype {subtype})"),
             },
@@ -144,7 +144,7 @@ impl fmt::Display for Expected {
 /// A problem with one TLV.
 ///
 /// Depending on the rule it breaks, the whole LLDPDU is rejected ([`DecodeError::Tlv`]) or only
-/// this TLV is discarded and kept as [`super::Tlv::Discarded`].
+/// this TLV is discarded and kept in the LLDPDU as `Tlv::Discarded`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum TlvError {
     /// The information string has a length the TLV does not allow.

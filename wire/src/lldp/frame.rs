@@ -95,6 +95,15 @@ fn mac_at(frame: &[u8], at: usize) -> Option<MacAddr> {
 /// Decodes an Ethernet frame (no FCS) carrying an LLDPDU, as lldpd validates it: LLDP group
 /// destination, EtherType 0x88cc (after an optional 802.1Q tag), then the LLDPDU rules.
 pub fn decode_frame(frame: &[u8]) -> Result<LldpFrame<'_>, FrameError> {
+    decode_frame_reusing(frame, &mut Vec::new())
+}
+
+/// [`decode_frame`] keeping the TLV list in `spare`'s allocation (see
+/// [`Lldpdu::decode_reusing`]).
+pub fn decode_frame_reusing<'a>(
+    frame: &'a [u8],
+    spare: &mut Vec<super::lldpdu::Tlv<'static>>,
+) -> Result<LldpFrame<'a>, FrameError> {
     let too_short = || FrameError::TooShort {
         length: frame.len(),
     };
@@ -122,7 +131,8 @@ pub fn decode_frame(frame: &[u8]) -> Result<LldpFrame<'_>, FrameError> {
         return Err(FrameError::Ethertype { ethertype });
     }
     let payload = frame.get(offset..).unwrap_or_default();
-    let lldpdu = Lldpdu::decode(payload).map_err(|source| FrameError::Lldpdu { offset, source })?;
+    let lldpdu = Lldpdu::decode_reusing(payload, spare)
+        .map_err(|source| FrameError::Lldpdu { offset, source })?;
     Ok(LldpFrame {
         destination,
         source: src,

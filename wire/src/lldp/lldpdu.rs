@@ -273,6 +273,30 @@ impl<'a> Lldpdu<'a> {
     ///
     /// Octets after the End TLV (frame padding) are ignored.
     pub fn decode(lldpdu: &'a [u8]) -> Result<Self, DecodeError> {
+        Self::decode_reusing(lldpdu, &mut Vec::new())
+    }
+
+    /// [`Self::decode`], keeping the TLV list in the allocation `spare` holds (left empty);
+    /// [`Self::recycle`] hands it back after use. A receiver decoding frame after frame then
+    /// allocates nothing for the list.
+    pub fn decode_reusing(
+        lldpdu: &'a [u8],
+        spare: &mut Vec<Tlv<'static>>,
+    ) -> Result<Self, DecodeError> {
+        let mut tlvs = relabel(std::mem::take(spare));
+        if tlvs.capacity() == 0 {
+            // One allocation sized for a typical switch LLDPDU.
+            tlvs.reserve(16);
+        }
+        Self::decode_into(lldpdu, tlvs)
+    }
+
+    /// Gives the TLV list's allocation back, for [`Self::decode_reusing`].
+    pub fn recycle(self, spare: &mut Vec<Tlv<'static>>) {
+        *spare = relabel(self.tlvs);
+    }
+
+    fn decode_into(lldpdu: &'a [u8], mut tlvs: Vec<Tlv<'a>>) -> Result<Self, DecodeError> {
         let mut reader = TlvReader::new(lldpdu);
         let mut order = MandatoryOrder::default();
         let chassis = mandatory(&mut reader, &mut order)?;
@@ -290,8 +314,6 @@ impl<'a> Lldpdu<'a> {
         let ttl = basic::decode_ttl(&mandatory(&mut reader, &mut order)?)?;
 
         let mut singletons = Singletons::default();
-        // One allocation sized for a typical switch LLDPDU.
-        let mut tlvs = Vec::with_capacity(16);
         loop {
             let Some(tlv) = reader.next_raw() else {
                 return Err(reader.error().unwrap_or(DecodeError::MissingEnd {
@@ -388,6 +410,15 @@ impl<'a> Lldpdu<'a> {
             tlvs: self.tlvs.into_iter().map(Tlv::into_owned).collect(),
         }
     }
+}
+
+/// An emptied TLV list, to hold TLVs of another lifetime in the same allocation (the standard
+/// library collects a filtered vector in place when the element layout is the same).
+// `filter` cannot change the element type; the lifetime is what changes here.
+#[allow(clippy::unnecessary_filter_map)]
+fn relabel<'x, 'y>(mut list: Vec<Tlv<'x>>) -> Vec<Tlv<'y>> {
+    list.clear();
+    list.into_iter().filter_map(|_| None).collect()
 }
 
 /// The next TLV, which must be the next of Chassis ID, Port ID, TTL.

@@ -5,6 +5,7 @@
 //! lives in `hostnet::packet`; `spinelctl lldp` wires the two together.
 //!
 //! - [`tlv`]: TLV header framing.
+//! - [`oui`]: OUIs and organisational subtypes (a leaf: errors name TLVs with it).
 //! - [`basic`], [`org`], [`dcbx`]: the TLVs we decode and encode.
 //! - `validate` and [`lldpdu`]: the LLDPDU with lldpd-grade receive validation.
 //! - [`frame`]: Ethernet header, LLDP group addresses, optional 802.1Q tag.
@@ -21,13 +22,14 @@ pub mod frame;
 pub mod lldpdu;
 pub mod local;
 pub mod org;
+pub mod oui;
 pub mod remote;
 pub mod tlv;
 pub mod tx;
 mod validate;
 
 pub use error::{DecodeError, EncodeError, Expected, FrameError, TlvError, TlvKind};
-pub use frame::{LldpFrame, LldpGroup, VlanTag, decode_frame};
+pub use frame::{LldpFrame, LldpGroup, VlanTag, decode_frame, decode_frame_reusing};
 pub use lldpdu::{Lldpdu, Tlv};
 pub use local::LocalSystem;
 pub use remote::RemoteTable;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::basic::IdSubtype;
 use super::error::FrameError;
-use super::frame::decode_frame;
+use super::frame::decode_frame_reusing;
 use super::lldpdu::{Lldpdu, Tlv};
 use crate::neighbor::{Neighbor, NeighborTable, Observer, PortCounters, PortNeighbors, SCHEMA};
 
@@ -57,12 +57,21 @@ pub enum RxOutcome {
 pub struct RemoteTable {
     max_neighbors: usize,
     ports: BTreeMap<String, PortState>,
+    /// The TLV list's allocation, reused frame after frame.
+    spare: Vec<Tlv<'static>>,
 }
 
 impl Default for RemoteTable {
     fn default() -> Self {
         Self::new(DEFAULT_MAX_NEIGHBORS)
     }
+}
+
+fn is_msap(key: &Msap, pdu: &Lldpdu<'_>) -> bool {
+    key.0 == pdu.chassis_id.subtype.code()
+        && key.2 == pdu.port_id.subtype.code()
+        && *key.1 == *pdu.chassis_id.id
+        && *key.3 == *pdu.port_id.id
 }
 
 fn msap(pdu: &Lldpdu<'_>) -> Msap {
@@ -80,6 +89,7 @@ impl RemoteTable {
         Self {
             max_neighbors: max_neighbors.max(1),
             ports: BTreeMap::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -94,8 +104,13 @@ impl RemoteTable {
 
     /// Handles one received Ethernet frame on `port` at `now`.
     pub fn receive_frame(&mut self, port: &str, frame: &[u8], now: Instant) -> RxOutcome {
-        match decode_frame(frame) {
-            Ok(f) => self.receive_lldpdu(port, &f.lldpdu, now),
+        let mut spare = std::mem::take(&mut self.spare);
+        let outcome = match decode_frame_reusing(frame, &mut spare) {
+            Ok(f) => {
+                let outcome = self.receive_lldpdu(port, &f.lldpdu, now);
+                f.lldpdu.recycle(&mut spare);
+                outcome
+            }
             Err(e) => {
                 let p = self.port_mut(port);
                 p.counters.frames_in += 1;
@@ -103,7 +118,9 @@ impl RemoteTable {
                 p.counters.frames_in_errors += 1;
                 RxOutcome::Discarded(e)
             }
-        }
+        };
+        self.spare = spare;
+        outcome
     }
 
     /// Handles one valid LLDPDU received on `port` at `now`.
@@ -124,9 +141,8 @@ impl RemoteTable {
             c.tlvs_discarded += discarded;
             c.frames_in_errors += 1;
         }
-        let key = msap(pdu);
         if pdu.is_shutdown() {
-            return if p.neighbors.remove(&key).is_some() {
+            return if p.neighbors.remove(&msap(pdu)).is_some() {
                 p.counters.deletes += 1;
                 RxOutcome::Removed
             } else {
@@ -134,15 +150,16 @@ impl RemoteTable {
             };
         }
         let expires = now + Duration::from_secs(pdu.ttl.into());
-        let neighbor = Neighbor::from(pdu);
-        if let Some(entry) = p.neighbors.get_mut(&key) {
-            *entry = Entry {
-                neighbor,
-                updated: now,
-                expires,
-            };
+        // A known MSAP (every refresh) is found without building a key, and its neighbour is
+        // updated in place: no allocation.
+        if let Some((_, entry)) = p.neighbors.iter_mut().find(|(k, _)| is_msap(k, pdu)) {
+            entry.neighbor.update_from(pdu);
+            entry.updated = now;
+            entry.expires = expires;
             return RxOutcome::Updated;
         }
+        let key = msap(pdu);
+        let neighbor = Neighbor::from(pdu);
         if p.neighbors.len() >= max {
             p.table_drops += 1;
             return RxOutcome::TableFull;

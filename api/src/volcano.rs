@@ -1,0 +1,223 @@
+//! Volcano's `HyperNode` (`topology.volcano.sh/v1alpha1`, cluster-scoped): a named group of
+//! nodes or of other HyperNodes at one network tier. The fabric controller writes them; Volcano's
+//! scheduler reads them. Field names, enums and required fields follow Volcano's CRD
+//! (`config/crd/volcano/bases/topology.volcano.sh_hypernodes.yaml`); the tests check generated
+//! objects against that schema.
+//!
+//! [`HyperNode`] implements [`kube::Resource`], so a controller can use `Api<HyperNode>`.
+
+use std::borrow::Cow;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
+use serde::ser::SerializeStruct as _;
+use serde::{Deserialize, Serialize, Serializer};
+
+/// API group.
+pub const GROUP: &str = "topology.volcano.sh";
+/// API version within the group.
+pub const VERSION: &str = "v1alpha1";
+/// `apiVersion` of a HyperNode.
+pub const API_VERSION: &str = "topology.volcano.sh/v1alpha1";
+/// `kind` of a HyperNode.
+pub const KIND: &str = "HyperNode";
+
+/// Label Volcano's HyperNode controller uses to tell discovery sources apart.
+pub const SOURCE_LABEL: &str = "volcano.sh/network-topology-source";
+
+/// A HyperNode: metadata, spec, and the status Volcano maintains.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "HyperNodeWire")]
+pub struct HyperNode {
+    /// Name (a DNS-1123 subdomain) and labels.
+    pub metadata: ObjectMeta,
+    /// Tier and members.
+    pub spec: HyperNodeSpec,
+    /// Written by Volcano, absent in what we create.
+    pub status: Option<HyperNodeStatus>,
+}
+
+/// HyperNode spec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HyperNodeSpec {
+    /// Nodes (at the lowest tier) or HyperNodes (above); at least one.
+    pub members: Vec<MemberSpec>,
+    /// Tier, 1 closest to the nodes.
+    pub tier: i32,
+    /// A name for the tier (`leaf`, `spine`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier_name: Option<String>,
+}
+
+/// One member of a HyperNode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberSpec {
+    /// How the member is found.
+    #[serde(default)]
+    pub selector: MemberSelector,
+    /// Whether it is a node or a HyperNode.
+    #[serde(rename = "type")]
+    pub member_type: MemberType,
+}
+
+/// Member kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MemberType {
+    /// A Kubernetes node.
+    Node,
+    /// Another HyperNode, one tier down.
+    HyperNode,
+}
+
+impl MemberType {
+    /// The name the CRD uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Node => "Node",
+            Self::HyperNode => "HyperNode",
+        }
+    }
+}
+
+/// Member selector: exactly one of the three (the CRD enforces it with a CEL rule).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberSelector {
+    /// The member's exact name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact_match: Option<ExactMatch>,
+    /// Node labels (only for `Node` members).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_match: Option<LabelSelector>,
+    /// A regular expression over member names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex_match: Option<RegexMatch>,
+}
+
+impl MemberSelector {
+    /// Selects the member named `name`.
+    pub fn exact(name: impl Into<String>) -> Self {
+        Self {
+            exact_match: Some(ExactMatch { name: name.into() }),
+            ..Self::default()
+        }
+    }
+
+    /// The exact name selected, when the selector is by name.
+    pub fn exact_name(&self) -> Option<&str> {
+        self.exact_match.as_ref().map(|m| m.name.as_str())
+    }
+}
+
+/// Exact name match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExactMatch {
+    /// Node or HyperNode name.
+    pub name: String,
+}
+
+/// Regular-expression match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegexMatch {
+    /// The pattern over names.
+    pub pattern: String,
+}
+
+/// What Volcano reports about a HyperNode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HyperNodeStatus {
+    /// Conditions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Nodes below the HyperNode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_count: Option<i64>,
+}
+
+impl HyperNode {
+    /// A HyperNode with `metadata` and `spec` and no status.
+    pub fn new(metadata: ObjectMeta, spec: HyperNodeSpec) -> Self {
+        Self {
+            metadata,
+            spec,
+            status: None,
+        }
+    }
+}
+
+// apiVersion and kind are constants, written on the way out and checked on the way in.
+impl Serialize for HyperNode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let fields = 4 + usize::from(self.status.is_some());
+        let mut s = serializer.serialize_struct(KIND, fields)?;
+        s.serialize_field("apiVersion", API_VERSION)?;
+        s.serialize_field("kind", KIND)?;
+        s.serialize_field("metadata", &self.metadata)?;
+        s.serialize_field("spec", &self.spec)?;
+        match &self.status {
+            Some(status) => s.serialize_field("status", status)?,
+            None => s.skip_field("status")?,
+        }
+        s.end()
+    }
+}
+
+/// A HyperNode as written, before apiVersion and kind are checked.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HyperNodeWire {
+    api_version: String,
+    kind: String,
+    #[serde(default)]
+    metadata: ObjectMeta,
+    spec: HyperNodeSpec,
+    #[serde(default)]
+    status: Option<HyperNodeStatus>,
+}
+
+impl TryFrom<HyperNodeWire> for HyperNode {
+    type Error = crate::TypeMismatch;
+
+    fn try_from(w: HyperNodeWire) -> Result<Self, Self::Error> {
+        crate::TypeMismatch::check(&w.api_version, &w.kind, API_VERSION, KIND)?;
+        Ok(Self {
+            metadata: w.metadata,
+            spec: w.spec,
+            status: w.status,
+        })
+    }
+}
+
+impl kube::Resource for HyperNode {
+    type DynamicType = ();
+    type Scope = kube::core::ClusterResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(KIND)
+    }
+
+    fn group(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(GROUP)
+    }
+
+    fn version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(VERSION)
+    }
+
+    fn api_version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(API_VERSION)
+    }
+
+    fn plural(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed("hypernodes")
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
