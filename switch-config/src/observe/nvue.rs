@@ -7,13 +7,16 @@ use super::ObserveError;
 use crate::render::nvue::{BRIDGE, ROCE_UDP_PORT};
 use crate::state::{EcnState, PortState, QueueState, Sched, SwitchState, VlanState, WatchdogState};
 
+/// What a JSON document starts with (an object or an array).
+const JSON_OPENERS: [char; 2] = ['{', '['];
+
 /// The configuration tree in `text` (JSON or YAML).
 pub fn parse_tree(text: &str) -> Result<Value, ObserveError> {
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(json_err) => {
             let trimmed = text.trim_start();
-            if trimmed.starts_with('{') || trimmed.starts_with('[') {
+            if trimmed.starts_with(JSON_OPENERS) {
                 return Err(json_err.into());
             }
             serde_saphyr::from_str(text).map_err(|e| ObserveError::Yaml(e.to_string()))?
