@@ -157,6 +157,19 @@ pub struct GangView {
     pub waiting: Option<String>,
 }
 
+/// Counts for monitoring: gangs held, gangs waiting, ranks and units reserved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct EngineStats {
+    /// Gangs the engine holds state for.
+    pub gangs: usize,
+    /// Gangs waiting with a reason (no room, a lost rank that cannot rejoin its group).
+    pub waiting: usize,
+    /// Ranks holding a reservation (planned, not yet bound).
+    pub reserved_ranks: usize,
+    /// Units those reservations hold.
+    pub reserved_units: u64,
+}
+
 /// Cluster state plus every gang's plan and reservations.
 #[derive(Debug, Clone)]
 pub struct Engine {
@@ -592,6 +605,27 @@ impl Engine {
             plan: g.plan.clone(),
             waiting: g.waiting.clone(),
         })
+    }
+
+    /// Counts for monitoring; O(ranks held).
+    pub fn stats(&self) -> EngineStats {
+        let mut stats = EngineStats {
+            gangs: self.gangs.len(),
+            ..EngineStats::default()
+        };
+        for g in self.gangs.values() {
+            stats.waiting += usize::from(g.waiting.is_some());
+            let reserved = g
+                .ranks
+                .iter()
+                .filter(|r| {
+                    r.node.is_some() && matches!(r.state, RankState::Reserved | RankState::Assigned)
+                })
+                .count();
+            stats.reserved_ranks += reserved;
+            stats.reserved_units += reserved as u64 * u64::from(g.request.per_pod);
+        }
+        stats
     }
 
     /// The rank a pod holds, if any.

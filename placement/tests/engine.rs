@@ -75,6 +75,12 @@ fn two_gangs_are_never_promised_the_same_node() {
     let err = e.assign(&c, "c-0", None, 0).unwrap_err();
     assert!(matches!(err, AssignError::Plan(_)), "{err}");
     assert!(e.view(&c.gang).unwrap().waiting.is_some());
+    let stats = e.stats();
+    assert_eq!(
+        (stats.gangs, stats.waiting, stats.reserved_ranks),
+        (3, 1, 8)
+    );
+    assert_eq!(stats.reserved_units, reserved_total(&e));
 }
 
 #[test]

@@ -14,6 +14,7 @@ use spinel_api::labels::{KeyMode, LabelOptions};
 use spinel_placement::annotations::ParseOptions;
 use spinel_placement::{ClusterOptions, EngineOptions, PlanOptions};
 use spinel_scheduler::http::{App, ServerOptions, router};
+use spinel_scheduler::metrics::Metrics;
 use spinel_scheduler::publish::{Publisher, Recorder};
 use spinel_scheduler::state::{Config, State};
 use spinel_scheduler::watch;
@@ -154,8 +155,10 @@ async fn main() -> anyhow::Result<()> {
             ))
         }
     };
+    let metrics = Arc::new(Metrics::new());
     tokio::spawn(watch::expire_loop(
         state.clone(),
+        metrics.clone(),
         start,
         Duration::from_secs(1),
     ));
@@ -166,7 +169,8 @@ async fn main() -> anyhow::Result<()> {
             max_body_bytes: args.max_body_mib.saturating_mul(1 << 20),
             bind: args.bind,
         },
-    );
+    )
+    .with_metrics(metrics);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;

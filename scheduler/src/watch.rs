@@ -18,6 +18,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use serde_json::json;
 
+use crate::metrics::Metrics;
 use crate::publish::{BindFuture, Publisher};
 use crate::state::State;
 
@@ -117,15 +118,22 @@ pub async fn watch_pods(client: Client, state: Arc<Mutex<State>>, start: Instant
 }
 
 /// Releases reservations of gangs that stop making progress.
-pub async fn expire_loop(state: Arc<Mutex<State>>, start: Instant, every: Duration) {
+pub async fn expire_loop(
+    state: Arc<Mutex<State>>,
+    metrics: Arc<Metrics>,
+    start: Instant,
+    every: Duration,
+) {
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
         let now = elapsed_ms(start);
         with_state(&state, |s| {
-            for gang in s.expire(now) {
+            let expired = s.expire(now);
+            for gang in &expired {
                 tracing::info!(%gang, "reservation expired before every pod was bound");
             }
+            metrics.expired(expired.len());
         });
     }
 }
