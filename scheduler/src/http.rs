@@ -457,6 +457,7 @@ async fn metrics_text(AxumState(app): AxumState<App>) -> Response {
     let snapshot = match app.state.lock() {
         Ok(s) => Snapshot {
             nodes: s.engine().cluster().node_count(),
+            unusable_nodes: s.unusable_nodes(),
             engine: s.engine().stats(),
             leader: app.is_leader(),
         },

@@ -71,6 +71,8 @@ fn latency_histogram() -> Histogram {
 pub struct Snapshot {
     /// Nodes in the cluster view.
     pub nodes: usize,
+    /// Of those, nodes no gang may use (the degraded taint, cordoned, not Ready).
+    pub unusable_nodes: usize,
     /// The engine's counts (gangs, waiting gangs, reservations).
     pub engine: EngineStats,
     /// Whether this replica leads (always true without leader election).
@@ -86,6 +88,7 @@ pub struct Metrics {
     decisions: Family<DecisionLabel, Counter>,
     expired: Counter,
     nodes: Gauge,
+    unusable_nodes: Gauge,
     gangs: Gauge,
     pending_gangs: Gauge,
     reserved_ranks: Gauge,
@@ -140,6 +143,10 @@ impl Metrics {
         };
         Metrics {
             nodes: gauge_of("nodes", "Nodes in the cluster view"),
+            unusable_nodes: gauge_of(
+                "unusable_nodes",
+                "Nodes in view no gang may use: the fabric's degraded taint, cordoned, not Ready",
+            ),
             gangs: gauge_of(
                 "gangs",
                 "Gangs with a plan, reservations or a reason to wait",
@@ -197,6 +204,7 @@ impl Metrics {
     /// The OpenMetrics text, with the gauges set from `snapshot`.
     pub fn encode(&self, snapshot: &Snapshot) -> Result<String, std::fmt::Error> {
         self.nodes.set(gauge(snapshot.nodes));
+        self.unusable_nodes.set(gauge(snapshot.unusable_nodes));
         self.gangs.set(gauge(snapshot.engine.gangs));
         self.pending_gangs.set(gauge(snapshot.engine.waiting));
         self.reserved_ranks
@@ -226,6 +234,7 @@ mod tests {
         let text = m
             .encode(&Snapshot {
                 nodes: 16,
+                unusable_nodes: 1,
                 engine: EngineStats {
                     gangs: 2,
                     waiting: 1,
@@ -242,6 +251,7 @@ mod tests {
             "spinel_scheduler_decisions_total{decision=\"placed\"} 2",
             "spinel_scheduler_reservations_expired_total 1",
             "spinel_scheduler_nodes 16",
+            "spinel_scheduler_unusable_nodes 1",
             "spinel_scheduler_gangs 2",
             "spinel_scheduler_pending_gangs 1",
             "spinel_scheduler_reserved_ranks 3",

@@ -128,6 +128,12 @@ impl State {
         &self.engine
     }
 
+    /// Nodes no gang may use (degraded, cordoned, not Ready); O(nodes).
+    pub fn unusable_nodes(&self) -> usize {
+        let c = self.engine.cluster();
+        c.node_ids().iter().filter(|id| !c.is_healthy(**id)).count()
+    }
+
     /// Whether the initial lists have been loaded.
     pub fn is_ready(&self) -> bool {
         self.ready

@@ -526,6 +526,8 @@ async fn metrics_count_requests_decisions_and_reservations() {
     assert_eq!(at("spinel_scheduler_reserved_units"), 32.0);
     assert_eq!(at("spinel_scheduler_gangs"), 1.0);
     assert_eq!(at("spinel_scheduler_nodes"), 16.0);
+    // gpu-s0-l0-00 carries the degraded taint.
+    assert_eq!(at("spinel_scheduler_unusable_nodes"), 1.0);
     assert_eq!(at("spinel_scheduler_leader"), 1.0);
 }
 

@@ -15,6 +15,7 @@ pub mod k8s;
 pub mod lldpd;
 pub mod node;
 pub mod sandbox;
+pub mod sched;
 
 pub use node::SimNode;
 pub use sandbox::Sandbox;
