@@ -511,6 +511,67 @@ impl Engine {
         Ok(())
     }
 
+    /// Takes back a gang's plan as a previous scheduler published it (after a restart or a
+    /// change of leader): each open rank is reserved again on its published node when that
+    /// node still exists, is healthy and has room, and pods that were told a rank keep it.
+    /// Ranks that cannot be taken back stay open and are placed next to their group when the
+    /// gang's next pod asks. Returns how many ranks were reserved again.
+    pub fn restore(
+        &mut self,
+        request: &GangRequest,
+        rank_nodes: &[String],
+        pods: &[(String, u32)],
+        now_ms: u64,
+    ) -> Result<usize, AssignError> {
+        let id = request.gang.clone();
+        let timeout = self.options.reservation_timeout_ms;
+        self.gang_entry(request)?;
+        let Some(g) = self.gangs.get_mut(&id) else {
+            return Ok(0);
+        };
+        let per_pod = g.request.per_pod;
+        let mut restored = 0;
+        for (rank, name) in g.ranks.iter_mut().zip(rank_nodes) {
+            if rank.state != RankState::Open || rank.node.is_some() {
+                continue;
+            }
+            let Some(node) = self.cluster.node_id(name) else {
+                continue;
+            };
+            if self.cluster.is_healthy(node) && self.cluster.free(node) >= per_pod {
+                self.cluster.reserve(node, per_pod);
+                rank.node = Some(node);
+                rank.state = RankState::Reserved;
+                restored += 1;
+            }
+        }
+        for (uid, r) in pods {
+            let Some(rank) = g.ranks.get_mut(*r as usize) else {
+                continue;
+            };
+            if rank.pod.is_some() || g.pods.contains_key(uid) {
+                continue;
+            }
+            rank.pod = Some(uid.clone());
+            if rank.state == RankState::Reserved {
+                rank.state = RankState::Assigned;
+            }
+            g.pods.insert(uid.clone(), *r);
+        }
+        g.deadline_ms = now_ms.saturating_add(timeout);
+        Ok(restored)
+    }
+
+    /// The UID of the pod holding `rank`, if any.
+    pub fn pod_of_rank(&self, gang: &GangId, rank: u32) -> Option<&str> {
+        self.gangs
+            .get(gang)?
+            .ranks
+            .get(rank as usize)?
+            .pod
+            .as_deref()
+    }
+
     /// A pod of the gang ended or was deleted: its rank opens for a replacement (units it held
     /// as used are the caller's to release).
     pub fn pod_gone(&mut self, gang: &GangId, pod_uid: &str) {

@@ -225,6 +225,10 @@ fn publish(app: &App, pod: &Pod, p: Publication) {
     if let Some((reason, message)) = p.event {
         app.publisher.event(ns, name, &reason, &message);
     }
+    for other in p.others {
+        app.publisher
+            .annotate(&other.namespace, &other.name, other.annotations);
+    }
 }
 
 /// The reply keeping the candidates `pass` accepts (by position), in the caller's mode.

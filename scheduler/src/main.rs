@@ -147,8 +147,19 @@ async fn main() -> anyhow::Result<()> {
             let client = kube::Client::try_default()
                 .await
                 .context("no Kubernetes client configuration (in-cluster or kubeconfig)")?;
-            tokio::spawn(watch::watch_nodes(client.clone(), state.clone(), start));
-            tokio::spawn(watch::watch_pods(client.clone(), state.clone(), start));
+            let (nodes_loaded, on_nodes_loaded) = tokio::sync::oneshot::channel();
+            tokio::spawn(watch::watch_nodes(
+                client.clone(),
+                state.clone(),
+                start,
+                nodes_loaded,
+            ));
+            tokio::spawn(watch::watch_pods(
+                client.clone(),
+                state.clone(),
+                start,
+                on_nodes_loaded,
+            ));
             Arc::new(watch::KubePublisher::new(
                 client,
                 std::env::var("POD_NAME").ok(),

@@ -70,10 +70,25 @@ pub struct Publication {
     pub annotations: BTreeMap<String, String>,
     /// `(reason, message)` of an Event, when the pod's situation changed.
     pub event: Option<(String, String)>,
+    /// Annotations for other pods of the gang: rank 0's rank list when a rank moved.
+    pub others: Vec<OtherPod>,
+}
+
+/// Annotations to merge into another pod than the one asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherPod {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The annotations.
+    pub annotations: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default)]
 struct PodRecord {
+    /// Namespace and name, for publishing to it while another pod is asked about.
+    name: Option<(String, String)>,
     node: Option<String>,
     units: u32,
     gang: Option<GangId>,
@@ -184,6 +199,7 @@ impl State {
         let Some(uid) = uid(pod) else {
             return self.reject(pod, false, "GangInvalid", "the pod has no UID".to_owned());
         };
+        self.remember_name(uid, pod);
         match self.engine.assign(&request, uid, index, now_ms) {
             Ok(a) => self.only(&request.gang, uid, a),
             Err(AssignError::Plan(PlanError::Pending { gang, why })) => self.reject(
@@ -212,6 +228,19 @@ impl State {
         match self.engine.refuse(&gang, uid, now_ms) {
             Ok(a) => self.only(&gang, uid, a),
             Err(e) => self.reject(pod, true, "GangPending", e.to_string()),
+        }
+    }
+
+    fn remember_name(&mut self, uid: &str, pod: &Pod) {
+        let record = self.pods.entry(uid.to_owned()).or_default();
+        if record.name.is_none() {
+            record.name = Some((
+                pod.metadata
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".to_owned()),
+                pod.metadata.name.clone().unwrap_or_default(),
+            ));
         }
     }
 
@@ -254,8 +283,35 @@ impl State {
         )
     }
 
-    /// The rank annotation, plus the rank list and placement summary on rank 0.
+    /// The rank annotation, plus the rank list and placement summary on rank 0; and rank 0's
+    /// list again when asking about another rank moved a rank (a repair, a dropped node), so
+    /// the launcher never reads a stale list.
     fn publication(&mut self, gang: &GangId, uid: &str, rank: u32) -> Publication {
+        let mut publication = Publication {
+            annotations: self.annotations_for(gang, uid, rank).unwrap_or_default(),
+            ..Publication::default()
+        };
+        if rank != 0
+            && let Some(first) = self.engine.pod_of_rank(gang, 0).map(str::to_owned)
+            && let Some((namespace, name)) = self.pods.get(&first).and_then(|r| r.name.clone())
+            && let Some(annotations) = self.annotations_for(gang, &first, 0)
+        {
+            publication.others.push(OtherPod {
+                namespace,
+                name,
+                annotations,
+            });
+        }
+        publication
+    }
+
+    /// What pod `uid` at `rank` should carry; `None` when it already got exactly that.
+    fn annotations_for(
+        &mut self,
+        gang: &GangId,
+        uid: &str,
+        rank: u32,
+    ) -> Option<BTreeMap<String, String>> {
         let mut annotations = BTreeMap::from([(keys::RANK.to_owned(), rank.to_string())]);
         if rank == 0
             && let Some(view) = self.engine.view(gang)
@@ -277,13 +333,10 @@ impl State {
         let digest = format!("{annotations:?}");
         let record = self.pods.entry(uid.to_owned()).or_default();
         if record.published.as_deref() == Some(digest.as_str()) {
-            return Publication::default();
+            return None;
         }
         record.published = Some(digest);
-        Publication {
-            annotations,
-            event: None,
-        }
+        Some(annotations)
     }
 
     /// For a pod outside any gang that needs the scheduled resource: which candidates have too
@@ -415,6 +468,69 @@ impl State {
         record.node = node;
         record.units = units;
         record.gang = gang.or(record.gang.take());
+    }
+
+    /// Takes back the plans a previous scheduler published (after a restart or a change of
+    /// leader), from every pod: the rank-to-node list on each gang's rank 0, and the ranks of
+    /// pods told one but not bound yet. Running pods were adopted at their ranks by
+    /// [`State::apply_pod`] already. Returns how many ranks hold a reservation again.
+    pub fn resume<'a>(&mut self, pods: impl IntoIterator<Item = &'a Pod>, now_ms: u64) -> usize {
+        struct Published {
+            request: GangRequest,
+            rank_nodes: Vec<String>,
+            waiting: Vec<(String, u32)>,
+        }
+        let mut gangs: BTreeMap<GangId, Published> = BTreeMap::new();
+        for pod in pods {
+            let (Some(rank), Some(uid), false) = (published_rank(pod), uid(pod), is_terminal(pod))
+            else {
+                continue;
+            };
+            let Ok(Some((request, _))) = self.gang_request(pod) else {
+                continue;
+            };
+            let size = request.size as usize;
+            let entry = gangs
+                .entry(request.gang.clone())
+                .or_insert_with(|| Published {
+                    request,
+                    rank_nodes: Vec::new(),
+                    waiting: Vec::new(),
+                });
+            if rank == 0
+                && let Some(list) = pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(keys::RANK_NODES))
+            {
+                entry.rank_nodes = list
+                    .split(',')
+                    .take(size)
+                    .map(|n| n.trim().to_owned())
+                    .collect();
+            }
+            if bound_node(pod).is_none() {
+                entry.waiting.push((uid.to_owned(), rank));
+                self.remember_name(uid, pod);
+            }
+        }
+        let mut restored = 0;
+        for (gang, p) in gangs {
+            match self
+                .engine
+                .restore(&p.request, &p.rank_nodes, &p.waiting, now_ms)
+            {
+                Ok(n) => {
+                    restored += n;
+                    if n > 0 {
+                        tracing::info!(%gang, ranks = n, "took back a published reservation");
+                    }
+                }
+                Err(e) => tracing::warn!(%gang, error = %e, "cannot take back a published plan"),
+            }
+        }
+        restored
     }
 
     /// A pod was deleted.

@@ -17,6 +17,7 @@ use kube::runtime::WatchStreamExt as _;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use serde_json::json;
+use tokio::sync::oneshot;
 
 use crate::metrics::Metrics;
 use crate::publish::{BindFuture, Publisher};
@@ -34,8 +35,14 @@ fn with_state(state: &Mutex<State>, f: impl FnOnce(&mut State)) {
     }
 }
 
-/// Keeps the node view in step with the API server.
-pub async fn watch_nodes(client: Client, state: Arc<Mutex<State>>, start: Instant) {
+/// Keeps the node view in step with the API server; `loaded` fires once the first list is in.
+pub async fn watch_nodes(
+    client: Client,
+    state: Arc<Mutex<State>>,
+    start: Instant,
+    loaded: oneshot::Sender<()>,
+) {
+    let mut loaded = Some(loaded);
     let api: Api<Node> = Api::all(client);
     let mut stream = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
@@ -68,15 +75,29 @@ pub async fn watch_nodes(client: Client, state: Arc<Mutex<State>>, start: Instan
                 });
                 known = listed.clone();
                 tracing::info!(nodes = known.len(), "node list loaded");
+                if let Some(tx) = loaded.take() {
+                    let _ = tx.send(());
+                }
             }
             Err(e) => tracing::warn!(error = %e, "node watch error; retrying"),
         }
     }
 }
 
-/// Keeps usage and gang pods in step with the API server; marks the state ready once both the
-/// first pod list and `nodes_ready` are in.
-pub async fn watch_pods(client: Client, state: Arc<Mutex<State>>, start: Instant) {
+/// Keeps usage and gang pods in step with the API server. Starts once `nodes_loaded` fires
+/// (running pods are adopted onto known nodes); after the first pod list it takes back the
+/// reservations a previous scheduler published and marks the state ready.
+pub async fn watch_pods(
+    client: Client,
+    state: Arc<Mutex<State>>,
+    start: Instant,
+    nodes_loaded: oneshot::Receiver<()>,
+) {
+    if nodes_loaded.await.is_err() {
+        tracing::error!("the node watch ended before its first list; pods are not watched");
+        return;
+    }
+    let mut first = true;
     let api: Api<Pod> = Api::all(client);
     let mut stream = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
@@ -107,8 +128,12 @@ pub async fn watch_pods(client: Client, state: Arc<Mutex<State>>, start: Instant
                     for p in &gone {
                         s.delete_pod(p);
                     }
+                    if first {
+                        s.resume(listed.values(), now);
+                    }
                     s.set_ready();
                 });
+                first = false;
                 known = std::mem::take(&mut listed);
                 tracing::info!(pods = known.len(), "pod list loaded; ready");
             }
