@@ -107,13 +107,26 @@ impl App {
         response
     }
 
+    /// The refusal for a replica that must not decide: a standby, or a leader whose cluster
+    /// view is not loaded yet (an empty view would call every gang impossible).
     fn standby(&self) -> Option<Response> {
-        (!self.is_leader()).then(|| {
-            text(
+        if !self.is_leader() {
+            return Some(text(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "this spinel-scheduler replica is a standby: another holds the leader lease",
-            )
-        })
+            ));
+        }
+        match self.state.lock() {
+            Ok(s) if s.is_ready() => None,
+            Ok(_) => Some(text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "cluster view not loaded yet",
+            )),
+            Err(_) => Some(text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "state lock poisoned",
+            )),
+        }
     }
 
     fn now_ms(&self) -> u64 {
@@ -445,16 +458,8 @@ async fn bind_body(app: &App, body: &Bytes) -> Response {
 }
 
 async fn readyz(AxumState(app): AxumState<App>) -> Response {
-    if let Some(refusal) = app.standby() {
-        return refusal;
-    }
-    match app.state.lock() {
-        Ok(s) if s.is_ready() => text(StatusCode::OK, "ready"),
-        _ => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "cluster view not loaded yet",
-        ),
-    }
+    app.standby()
+        .unwrap_or_else(|| text(StatusCode::OK, "ready"))
 }
 
 async fn metrics_text(AxumState(app): AxumState<App>) -> Response {

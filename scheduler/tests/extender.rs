@@ -407,6 +407,12 @@ async fn readiness_follows_the_cluster_view() {
         call(&h, "GET", "/readyz", vec![]).await.0,
         StatusCode::SERVICE_UNAVAILABLE
     );
+    // An empty view would call every gang impossible: nothing is decided before it loads.
+    let body = fixture("requests/filter-gang-rank0-names.json");
+    let (status, bytes) = call(&h, "POST", "/filter", body).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(String::from_utf8_lossy(&bytes).contains("not loaded yet"));
+    assert!(h.recorder.effects().is_empty());
     h.state.lock().unwrap().set_ready();
     assert_eq!(call(&h, "GET", "/readyz", vec![]).await.0, StatusCode::OK);
 }
