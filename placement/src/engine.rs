@@ -608,12 +608,16 @@ impl Engine {
     }
 
     /// Releases the reservations of gangs that made no progress before their deadline;
-    /// returns them. Gangs fully bound are forgotten (their pods keep running).
+    /// returns them. Gangs fully bound are forgotten (their pods keep running), and so are
+    /// gangs left with no pod and nothing held (their pods went away unseen).
     pub fn expire(&mut self, now_ms: u64) -> Vec<GangId> {
         let done: Vec<GangId> = self
             .gangs
             .iter()
-            .filter(|(_, g)| g.ranks.iter().all(|r| r.state == RankState::Bound))
+            .filter(|(_, g)| {
+                g.ranks.iter().all(|r| r.state == RankState::Bound)
+                    || (g.pods.is_empty() && g.ranks.iter().all(|r| r.state == RankState::Open))
+            })
             .map(|(id, _)| id.clone())
             .collect();
         for id in done {

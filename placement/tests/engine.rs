@@ -156,6 +156,19 @@ fn a_published_plan_is_taken_back_after_a_restart() {
 }
 
 #[test]
+fn a_gang_with_no_pod_and_nothing_held_is_forgotten() {
+    let mut e = engine(1, 1, 4);
+    let a = gang("a", 2, 8, 2, Tier::LEAF);
+    // A published plan naming nodes that are gone: nothing to take back, no pod waiting.
+    let gone = ["n-x-1".to_owned(), "n-x-2".to_owned()];
+    assert_eq!(e.restore(&a, &gone, &[], 0).unwrap(), 0);
+    assert!(e.view(&a.gang).is_some());
+    assert!(e.expire(1).is_empty());
+    assert!(e.view(&a.gang).is_none(), "an empty gang lingers");
+    assert_eq!(e.stats().gangs, 0);
+}
+
+#[test]
 fn an_idle_reservation_expires_and_frees_its_nodes() {
     let mut e = engine(1, 1, 4);
     let a = gang("a", 4, 8, 4, Tier::LEAF);

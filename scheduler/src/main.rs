@@ -170,6 +170,7 @@ async fn shutdown() {
 
 /// Starts the watches that feed the state (pods only once the nodes are listed).
 fn start_watches(client: &kube::Client, state: &Arc<Mutex<State>>, start: Instant) {
+    tokio::spawn(watch::watch_pod_groups(client.clone(), state.clone()));
     let (nodes_loaded, on_nodes_loaded) = tokio::sync::oneshot::channel();
     tokio::spawn(watch::watch_nodes(
         client.clone(),

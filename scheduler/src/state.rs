@@ -5,16 +5,17 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use rustc_hash::FxHashMap;
 use serde_json::json;
 use spinel_api::scheduling as keys;
-use spinel_placement::annotations::{ParseOptions, PodMeta, parse_gang, pod_index};
+use spinel_placement::annotations::{ParseOptions, PodGroupPolicy, PodMeta, parse_gang, pod_index};
 use spinel_placement::{
     AssignError, Assignment, Cluster, ClusterOptions, Engine, EngineOptions, GangId, GangRequest,
     PlanError, publish,
 };
 
-use crate::objects::{bound_node, is_terminal, node_spec, pod_meta, pod_units};
+use crate::objects::{bound_node, is_terminal, node_spec, pod_group_policy, pod_meta, pod_units};
 
 /// Scheduler settings.
 #[derive(Debug, Clone)]
@@ -96,6 +97,26 @@ struct PodRecord {
     last_reason: Option<String>,
 }
 
+/// A gang request and the pod's launcher index, if it has one.
+type IndexedRequest = (GangRequest, Option<u32>);
+
+/// Whether a pod names its gang and size by itself (a dialect's gang name or the size
+/// annotation), so an upstream PodGroup is not needed to read it.
+fn names_no_gang_itself(
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> bool {
+    let has = |k: &str| labels.contains_key(k) || annotations.contains_key(k);
+    ![
+        keys::GANG,
+        keys::KUEUE_POD_GROUP_NAME,
+        keys::VOLCANO_GROUP_NAME,
+        keys::GANG_SIZE,
+    ]
+    .iter()
+    .any(|k| has(k))
+}
+
 /// The scheduler's state.
 #[derive(Debug)]
 pub struct State {
@@ -103,6 +124,8 @@ pub struct State {
     engine: Engine,
     pods: FxHashMap<String, PodRecord>,
     node_used: FxHashMap<String, u32>,
+    /// Upstream PodGroups by `(namespace, name)`, when their API is watched.
+    pod_groups: Option<FxHashMap<(String, String), PodGroupPolicy>>,
     ready: bool,
 }
 
@@ -129,6 +152,7 @@ impl State {
             engine,
             pods: FxHashMap::default(),
             node_used: FxHashMap::default(),
+            pod_groups: None,
             ready: false,
         }
     }
@@ -159,32 +183,77 @@ impl State {
         self.ready = true;
     }
 
-    /// Reads a pod's gang request; `Ok(None)` for pods outside gangs.
-    fn gang_request(&self, pod: &Pod) -> Result<Option<(GangRequest, Option<u32>)>, String> {
+    /// From now on, pods naming an upstream PodGroup not seen yet wait for it (the PodGroup
+    /// API is served and watched).
+    pub fn watch_pod_groups(&mut self) {
+        self.pod_groups.get_or_insert_with(FxHashMap::default);
+    }
+
+    /// A PodGroup was added or changed.
+    pub fn apply_pod_group(&mut self, group: &PodGroup) {
+        let key = (
+            group.metadata.namespace.clone().unwrap_or_default(),
+            group.metadata.name.clone().unwrap_or_default(),
+        );
+        self.pod_groups
+            .get_or_insert_with(FxHashMap::default)
+            .insert(key, pod_group_policy(group));
+    }
+
+    /// A PodGroup was deleted.
+    pub fn delete_pod_group(&mut self, namespace: &str, name: &str) {
+        if let Some(groups) = &mut self.pod_groups {
+            groups.remove(&(namespace.to_owned(), name.to_owned()));
+        }
+    }
+
+    /// Reads a pod's gang request and launcher index; `Ok(None)` for pods outside gangs,
+    /// `Err((resolvable, reason))` for pods that cannot be read now (a PodGroup not seen yet)
+    /// or at all.
+    fn gang_request(&self, pod: &Pod) -> Result<Option<IndexedRequest>, (bool, String)> {
         let (labels, annotations, group) = pod_meta(pod);
         let resource = annotations
             .get(keys::RESOURCE)
             .map_or(self.config.parse.resource.as_str(), |r| r.trim());
-        let units = pod_units(pod, resource).map_err(|e| e.to_string())?;
+        let units = pod_units(pod, resource).map_err(|e| (false, e.to_string()))?;
         let requests = BTreeMap::from([(resource.to_owned(), units)]);
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let policy = match (group, &self.pod_groups) {
+            (Some(g), Some(groups)) => match groups.get(&(namespace.to_owned(), g.to_owned())) {
+                Some(p) => Some(p),
+                None if names_no_gang_itself(labels, annotations) => {
+                    return Err((
+                        true,
+                        format!("waiting to see PodGroup {namespace}/{g}, which the pod names"),
+                    ));
+                }
+                None => None,
+            },
+            _ => None,
+        };
         let meta = PodMeta {
-            namespace: pod.metadata.namespace.as_deref().unwrap_or("default"),
+            namespace,
             labels,
             annotations,
             requests: &requests,
             pod_group: group,
+            pod_group_policy: policy,
         };
-        let Some(request) = parse_gang(&meta, &self.config.parse).map_err(|e| e.to_string())?
+        let Some(request) =
+            parse_gang(&meta, &self.config.parse).map_err(|e| (false, e.to_string()))?
         else {
             return Ok(None);
         };
         if request.resource != self.config.parse.resource {
-            return Err(format!(
-                "gang {} counts in {} but this scheduler tracks {}",
-                request.gang, request.resource, self.config.parse.resource
+            return Err((
+                false,
+                format!(
+                    "gang {} counts in {} but this scheduler tracks {}",
+                    request.gang, request.resource, self.config.parse.resource
+                ),
             ));
         }
-        let index = pod_index(&meta).map_err(|e| e.to_string())?;
+        let index = pod_index(&meta).map_err(|e| (false, e.to_string()))?;
         Ok(Some((request, index)))
     }
 
@@ -193,13 +262,16 @@ impl State {
         let request = match self.gang_request(pod) {
             Ok(None) => return (FilterDecision::PassThrough, Publication::default()),
             Ok(Some(r)) => r,
-            Err(reason) => return self.reject(pod, false, "GangInvalid", reason),
+            Err((true, reason)) => return self.reject(pod, true, "GangPending", reason),
+            Err((false, reason)) => return self.reject(pod, false, "GangInvalid", reason),
         };
         let (request, index) = request;
         let Some(uid) = uid(pod) else {
             return self.reject(pod, false, "GangInvalid", "the pod has no UID".to_owned());
         };
         self.remember_name(uid, pod);
+        // Known as the gang's before any outcome, so its deletion always reaches the engine.
+        self.pods.entry(uid.to_owned()).or_default().gang = Some(request.gang.clone());
         match self.engine.assign(&request, uid, index, now_ms) {
             Ok(a) => self.only(&request.gang, uid, a),
             Err(AssignError::Plan(PlanError::Pending { gang, why })) => self.reject(

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event as WatchEvent};
@@ -138,6 +139,40 @@ pub async fn watch_pods(
                 tracing::info!(pods = known.len(), "pod list loaded; ready");
             }
             Err(e) => tracing::warn!(error = %e, "pod watch error; retrying"),
+        }
+    }
+}
+
+/// Keeps the upstream PodGroups (scheduling.k8s.io/v1alpha2) in view, so pods naming one get
+/// its gang policy. When the API server does not serve them (the GenericWorkload feature and
+/// the v1alpha2 API are off by default in 1.36), says so once and returns: gangs then need
+/// their size on the pods.
+pub async fn watch_pod_groups(client: Client, state: Arc<Mutex<State>>) {
+    let api: Api<PodGroup> = Api::all(client);
+    match api.list(&ListParams::default().limit(1)).await {
+        Ok(_) => with_state(&state, State::watch_pod_groups),
+        Err(e) => {
+            tracing::info!(error = %e, "PodGroups (scheduling.k8s.io/v1alpha2) not readable; \
+                gangs naming one need sched.spinel.dev/gang-size");
+            return;
+        }
+    }
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(WatchEvent::InitApply(g)) | Ok(WatchEvent::Apply(g)) => {
+                with_state(&state, |s| s.apply_pod_group(&g));
+            }
+            Ok(WatchEvent::Delete(g)) => with_state(&state, |s| {
+                s.delete_pod_group(
+                    g.metadata.namespace.as_deref().unwrap_or_default(),
+                    g.metadata.name.as_deref().unwrap_or_default(),
+                )
+            }),
+            Ok(WatchEvent::Init) | Ok(WatchEvent::InitDone) => {}
+            Err(e) => tracing::warn!(error = %e, "PodGroup watch error; retrying"),
         }
     }
 }

@@ -237,3 +237,64 @@ fn rank_zero_gets_the_list_again_when_a_rank_moves() {
     let (_, p) = s.filter(&gang_pod(1, None), 3);
     assert!(p.others.is_empty(), "{p:?}");
 }
+
+#[test]
+fn a_pod_naming_an_upstream_pod_group_gets_its_size_from_it() {
+    let mut s = State::new(Config::default());
+    for n in nodes() {
+        s.apply_node(&n, 0);
+    }
+    let pod = |i: u32| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("w-{i}"), "namespace": "ml", "uid": format!("w{i}")},
+            "spec": {"schedulingGroup": {"podGroupName": "pg"}, "containers": [{"name": "c",
+                "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+        }))
+        .unwrap()
+    };
+    // The API is not watched: the pod must carry its size.
+    let (d, _) = s.filter(&pod(0), 0);
+    assert!(
+        matches!(&d, FilterDecision::Reject { resolvable: false, reason } if reason.contains("gang-size")),
+        "{d:?}"
+    );
+    // Watched but not seen yet: the pod waits for it.
+    s.watch_pod_groups();
+    let (d, _) = s.filter(&pod(0), 1);
+    assert!(
+        matches!(&d, FilterDecision::Reject { resolvable: true, reason } if reason.contains("waiting to see PodGroup ml/pg")),
+        "{d:?}"
+    );
+    let group = serde_json::from_value(json!({
+        "metadata": {"name": "pg", "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                 "schedulingConstraints": {"topology": [{"key": "fabric.spinel.dev/tier-1"}]}}
+    }))
+    .unwrap();
+    s.apply_pod_group(&group);
+    let mut leaves = Vec::new();
+    for i in 0..2 {
+        let (d, _) = s.filter(&pod(i), 2);
+        let FilterDecision::Only { node, .. } = d else {
+            panic!("{d:?}")
+        };
+        leaves.push(node[..9].to_owned());
+    }
+    assert_eq!(
+        leaves[0], leaves[1],
+        "the PodGroup's topology key holds it in one leaf"
+    );
+    assert_eq!(s.engine().stats().reserved_ranks, 2, "a gang of minCount 2");
+    s.delete_pod_group("ml", "pg");
+    let (d, _) = s.filter(&pod(9), 3);
+    assert!(
+        matches!(
+            d,
+            FilterDecision::Reject {
+                resolvable: true,
+                ..
+            }
+        ),
+        "{d:?}"
+    );
+}

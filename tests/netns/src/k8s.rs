@@ -7,7 +7,7 @@
 //! build script, as every test in this tier fails loudly on a missing tool.
 
 use std::fs;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -252,11 +252,13 @@ impl ControlPlane {
         for flag in &self.opts.apiserver_args {
             cmd.arg(format!("--apiserver-arg={flag}"));
         }
-        let log = fs::OpenOptions::new()
+        let mut log = fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)
             .expect("open spinel-k8s log");
+        // The command line heads each run's log: what a failed start was asked to do.
+        let _ = writeln!(log, "--- {cmd:?}");
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(log);
         let mut child = cmd
             .spawn()

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use spinel_api::scheduling as keys;
@@ -35,7 +36,14 @@ fn rig() -> &'static SchedulerRig {
     static RIG: OnceLock<SchedulerRig> = OnceLock::new();
     RIG.get_or_init(|| {
         SchedulerRig::start(
-            RigOptions::new("sched-gang").extender_args(&["--reservation-timeout=60"]),
+            RigOptions::new("sched-gang")
+                .extender_args(&["--reservation-timeout=60"])
+                // Upstream gangs: PodGroup (scheduling.k8s.io/v1alpha2) is off by default in
+                // 1.36. The gates are process-wide, so kube-scheduler runs with them too; not
+                // TopologyAwareWorkloadScheduling, whose placement plugins would choose the
+                // group's domain a second time (docs/scheduling.md).
+                .apiserver_arg("--feature-gates=GenericWorkload=true")
+                .apiserver_arg("--runtime-config=scheduling.k8s.io/v1alpha2=true"),
         )
     })
 }
@@ -617,4 +625,57 @@ async fn the_scheduler_token_writes_only_what_it_publishes() {
         .create(&PostParams::default(), &modern)
         .await
         .expect("an events.k8s.io Event by the scheduler");
+}
+
+// A gang named by an upstream PodGroup: its size is the PodGroup's gang minCount (the pods say
+// only how their groups nest), and kube-scheduler, which schedules such pods in pod-group
+// cycles with GenericWorkload on, still gets each DP group under one leaf from the extender.
+#[tokio::test]
+async fn a_gang_of_an_upstream_pod_group_takes_its_size_from_it() {
+    let _serial = SERIAL.lock().await;
+    let w = fresh("t-pg", 2, 4, 2).await;
+    let leaves = w.by_leaf();
+    let busy = leaves.values().next().unwrap()[0].clone();
+    let mut blocker = gpu_pod("blocker", 1, None, &[]);
+    blocker.spec.as_mut().unwrap().node_name = Some(busy.clone());
+    create_pods(&w.admin, "t-pg", vec![blocker]).await;
+    let group: PodGroup = serde_json::from_value(json!({
+        "metadata": {"name": "pg-train"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}},
+    }))
+    .unwrap();
+    Api::<PodGroup>::namespaced(w.admin.clone(), "t-pg")
+        .create(&PostParams::default(), &group)
+        .await
+        .expect("the API server serves PodGroup v1alpha2 with GenericWorkload on");
+    let pods: Vec<Pod> = (0..4)
+        .map(|i| {
+            let index = i.to_string();
+            let mut p = gpu_pod(
+                &format!("w-{i}"),
+                8,
+                None,
+                &[
+                    (keys::TP, "8"),
+                    (keys::DP, "4"),
+                    (keys::JOB_COMPLETION_INDEX, &index),
+                ],
+            );
+            p.spec.as_mut().unwrap().scheduling_group =
+                Some(serde_json::from_value(json!({"podGroupName": "pg-train"})).unwrap());
+            p
+        })
+        .collect();
+    let names = names(&pods);
+    create_pods(&w.admin, "t-pg", pods).await;
+    let bound = wait_bound(&w.admin, "t-pg", &names, BIND_TIMEOUT).await;
+    let used: BTreeSet<&str> = bound.values().map(|n| w.leaf(n)).collect();
+    assert_eq!(used.len(), 1, "{bound:?}");
+    assert_ne!(used.first().copied(), Some(w.leaf(&busy)));
+    let (ranks, list) = published_ranks(&w.admin, "t-pg", &names).await;
+    assert_eq!(list.len(), 4, "a gang of minCount 4: {list:?}");
+    for (pod, rank) in &ranks {
+        assert_eq!(pod, &format!("w-{rank}"));
+    }
+    w.traffic("podgroup").await;
 }
