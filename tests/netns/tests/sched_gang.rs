@@ -22,6 +22,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use spinel_api::scheduling as keys;
 use spinel_netns_tests::k8s::client_with_token;
+use spinel_netns_tests::sched::fixtures::record_fixtures;
 use spinel_netns_tests::sched::objects::{
     create_pods, create_ready_nodes, delete_test_objects, eventually, fabric_labels, gpu_node,
     gpu_pod, namespace, scheduled_condition, set_degraded, small_fabric, wait_bound,
@@ -57,6 +58,8 @@ struct World {
     admin: kube::Client,
     nodes: BTreeMap<String, BTreeMap<String, String>>,
     mark: usize,
+    /// Node changes made during the test, by exchange index (kept with the fixtures).
+    timeline: Vec<Value>,
 }
 
 impl World {
@@ -66,6 +69,28 @@ impl World {
 
     fn spine(&self, node: &str) -> &str {
         &self.nodes[node][TIER2]
+    }
+
+    /// Sets or lifts the fabric's degraded taint on `node` and waits until the extender has
+    /// seen it; notes from which exchange on its answers reflect it (for the replay).
+    async fn degrade(&mut self, node: &str, degraded: bool) {
+        set_degraded(&self.admin, node, degraded).await;
+        let ext = &rig().replicas[0];
+        let want = if degraded { 1.0 } else { 0.0 };
+        eventually(
+            "the extender sees the taint change",
+            BIND_TIMEOUT,
+            || async {
+                match ext.metric("spinel_scheduler_unusable_nodes") {
+                    Some(n) if n == want => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        )
+        .await;
+        let at = rig().service.count() - self.mark;
+        self.timeline
+            .push(json!({"at": at, "node": node, "degraded": degraded}));
     }
 
     /// Nodes by leaf group, in name order.
@@ -82,55 +107,9 @@ impl World {
     /// The extender traffic of this test; kept as fixtures under `name` when asked to.
     async fn traffic(&self, name: &str) -> Vec<Exchange> {
         let exchanges = rig().service.since(self.mark);
-        if std::env::var_os("SPINEL_RECORD_FIXTURES").is_some() {
-            record_fixtures(&self.admin, name, &exchanges).await;
-        }
+        record_fixtures(&self.admin, name, &exchanges, &self.timeline).await;
         exchanges
     }
-}
-
-/// Keeps a test's extender traffic in `scheduler/tests/fixtures/recorded/NAME/`: each request
-/// body exactly as kube-scheduler sent it and the reply, an index in order, and the Nodes and
-/// Pods at the end (without managedFields), from which the replay rebuilds the cluster.
-async fn record_fixtures(admin: &kube::Client, name: &str, exchanges: &[Exchange]) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scheduler/tests/fixtures/recorded")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut index = Vec::new();
-    for (i, e) in exchanges.iter().enumerate() {
-        let verb = e.path.trim_start_matches('/');
-        let request = format!("{i:03}-{verb}.json");
-        let reply = format!("{i:03}-{verb}.reply.json");
-        std::fs::write(dir.join(&request), &e.request).unwrap();
-        std::fs::write(dir.join(&reply), &e.reply).unwrap();
-        index.push(
-            json!({"path": e.path, "status": e.status, "pod": e.pod_name(),
-                          "request": request, "reply": reply}),
-        );
-    }
-    let strip = |mut v: Value| {
-        for item in v["items"].as_array_mut().into_iter().flatten() {
-            if let Some(meta) = item["metadata"].as_object_mut() {
-                meta.remove("managedFields");
-            }
-        }
-        v
-    };
-    let lp = ListParams::default().labels("spinel-test=true");
-    let nodes = Api::<Node>::all(admin.clone()).list(&lp).await.unwrap();
-    let pods = Api::<Pod>::all(admin.clone()).list(&lp).await.unwrap();
-    let write = |file: &str, v: &Value| {
-        std::fs::write(
-            dir.join(file),
-            serde_json::to_string_pretty(v).unwrap() + "\n",
-        )
-        .unwrap()
-    };
-    write("exchanges.json", &json!(index));
-    write("nodes.json", &strip(serde_json::to_value(nodes).unwrap()));
-    write("pods.json", &strip(serde_json::to_value(pods).unwrap()));
 }
 
 /// Empties the cluster of test objects, creates the nodes of `groups` leaf groups of
@@ -172,6 +151,7 @@ async fn fresh(ns: &str, groups: usize, hosts: usize, groups_per_spine: usize) -
         admin,
         nodes: labelled.into_iter().collect(),
         mark: rig().service.count(),
+        timeline: Vec::new(),
     }
 }
 
@@ -332,18 +312,11 @@ async fn gang_events(admin: &kube::Client, ns: &str, pod: &str) -> Vec<Event> {
 #[tokio::test]
 async fn a_degraded_node_is_never_chosen_and_a_gang_that_cannot_fit_is_told_why() {
     let _serial = SERIAL.lock().await;
-    let w = fresh("t-deg", 2, 4, 2).await;
+    let mut w = fresh("t-deg", 2, 4, 2).await;
     let leaves = w.by_leaf();
     let sick = leaves.values().next().unwrap()[1].clone();
-    set_degraded(&w.admin, &sick, true).await;
+    w.degrade(&sick, true).await;
     let ext = &rig().replicas[0];
-    eventually("the extender sees the taint", BIND_TIMEOUT, || async {
-        match ext.metric("spinel_scheduler_unusable_nodes") {
-            Some(1.0) => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
     // Each gang is one DP group of 4 pods that must share a leaf group.
     let shape = [(keys::TP, "8"), (keys::DP, "4")];
     let a = gang("a", 4, &shape);
@@ -407,7 +380,7 @@ async fn a_degraded_node_is_never_chosen_and_a_gang_that_cannot_fit_is_told_why(
     assert_eq!(event.action.as_deref(), Some("Scheduling"));
 
     // The fabric recovers: the gang is placed in the leaf group that now has room.
-    set_degraded(&w.admin, &sick, false).await;
+    w.degrade(&sick, false).await;
     let b_bound = wait_bound(&w.admin, "t-deg", &b_names, BIND_TIMEOUT).await;
     let b_leaves: BTreeSet<&str> = b_bound.values().map(|n| w.leaf(n)).collect();
     assert_eq!(b_leaves, BTreeSet::from([w.leaf(&sick)]));

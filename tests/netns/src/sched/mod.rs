@@ -5,6 +5,7 @@
 //!
 //! [`SchedulerRig`] puts it together; [`objects`] builds the Nodes and Pods.
 
+pub mod fixtures;
 pub mod objects;
 pub mod service;
 
