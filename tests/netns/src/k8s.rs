@@ -206,6 +206,12 @@ impl ControlPlane {
         }
     }
 
+    /// Runs kube-scheduler with this configuration from the next start on (after
+    /// [`Self::terminate`] or [`Self::kill`]): the same cluster under another scheduler.
+    pub fn set_scheduler(&mut self, config_yaml: &str) {
+        self.opts.scheduler_config = Some(config_yaml.to_owned());
+    }
+
     /// Starts the harness again on the same data directory and port after [`Self::kill`] or
     /// [`Self::terminate`], and waits until it is ready.
     pub fn start_again(&mut self) {

@@ -105,9 +105,18 @@ impl Extender {
     /// Starts the binary on a free port, with `KUBECONFIG`, `POD_NAME` and `POD_NAMESPACE` set
     /// as the Deployment sets them, and `args` after `--listen`. Does not wait for readiness.
     pub fn spawn(sandbox: &Sandbox, kubeconfig: &Path, pod_name: &str, args: &[String]) -> Self {
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port())
-            .parse()
-            .expect("an address");
+        Self::spawn_on(sandbox, kubeconfig, pod_name, free_port(), args)
+    }
+
+    /// [`Self::spawn`] on a given loopback port.
+    pub fn spawn_on(
+        sandbox: &Sandbox,
+        kubeconfig: &Path,
+        pod_name: &str,
+        port: u16,
+        args: &[String],
+    ) -> Self {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let log = sandbox.dir().join(format!("{pod_name}.log"));
         let stderr = std::fs::OpenOptions::new()
             .create(true)
@@ -152,6 +161,11 @@ impl Extender {
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The process id of `spinel-scheduler` itself.
+    pub fn pid(&self) -> u32 {
+        self.pid
     }
 
     /// Its `POD_NAME` (the Events' reporting instance, the lease holder's identity).
@@ -389,7 +403,7 @@ impl SchedulerRig {
 
 /// A Pod standing for replica `pod` (on no real node), and a token bound to it, as the
 /// kubelet mints for the Deployment's pods.
-async fn scheduler_token(admin: &kube::Client, pod: &str) -> String {
+pub async fn scheduler_token(admin: &kube::Client, pod: &str) -> String {
     let object: Pod = serde_json::from_value(json!({
         "metadata": {"name": pod, "labels": {"app.kubernetes.io/name": "spinel-scheduler"}},
         "spec": {
