@@ -1,0 +1,379 @@
+//! `sched-scale`: the real kube-scheduler's per-pod scheduling latency on a large cluster, with
+//! and without `spinel-scheduler` as its extender.
+//!
+//! One control plane (`spinel-k8s`: etcd, kube-apiserver, kube-scheduler) holds `--nodes`
+//! Node objects labelled as the fabric controller labels a synthetic rail-optimised fabric
+//! (8 rails, 32 hosts per leaf group, 16 groups per spine pod, 16 super-spines), 8 GPUs each.
+//! kube-scheduler runs the shipped `deploy/scheduler/kube-scheduler-config.yaml`:
+//!
+//! 1. without its `extenders:` entry: `--pods` pods of 8 GPUs, one at a time;
+//! 2. restarted on the same cluster with the extender (names only, as shipped), a release
+//!    `spinel-scheduler` on loopback with the shipped RBAC and a pod-bound token: the same
+//!    number of such pods one at a time, then `--gangs` gangs of `--gang-size` pods (DP groups
+//!    of 8 pods in a leaf group), each gang's pods created at once.
+//!
+//! A pod's latency runs from issuing its create request to a watch on the namespace showing it
+//! bound. Also reported: the extender's own filter and prioritize times (its histogram),
+//! its resident memory, how long it took to load the cluster, and the time to create the nodes.
+//!
+//! Usage (root, like the rest of the test tier; `tests/k8s/build.sh` first):
+//!   SPINEL_SCHEDULER_BIN=target/release/spinel-scheduler \
+//!     target/release/sched-scale [--nodes 10000] [--pods 200] [--gangs 8] [--gang-size 16]
+
+// A benchmark harness fails loudly on setup errors.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::collections::HashSet;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, PostParams};
+use kube::runtime::watcher::{self, Event};
+use spinel_netns_tests::Sandbox;
+use spinel_netns_tests::k8s::{ControlPlane, ControlPlaneOptions};
+use spinel_netns_tests::sched::objects::{
+    apply_manifest, create_ready_nodes, fabric_labels, gpu_node, gpu_pod, namespace,
+};
+use spinel_netns_tests::sched::{
+    Extender, deploy_file, free_port, kube_scheduler_config, scheduler_token,
+    write_token_kubeconfig,
+};
+use tokio::sync::mpsc;
+use topo_discovery::fabric::synthetic::SyntheticSpec;
+
+struct Options {
+    nodes: usize,
+    pods: usize,
+    gangs: usize,
+    gang_size: usize,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut o = Options {
+        nodes: 10_000,
+        pods: 200,
+        gangs: 8,
+        gang_size: 16,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args
+            .next()
+            .ok_or(format!("{flag} needs a value"))?
+            .parse::<usize>()
+            .map_err(|e| format!("{flag}: {e}"))?;
+        match flag.as_str() {
+            "--nodes" => o.nodes = value,
+            "--pods" => o.pods = value,
+            "--gangs" => o.gangs = value,
+            "--gang-size" => o.gang_size = value,
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    if o.nodes == 0 || o.pods == 0 {
+        return Err("--nodes and --pods must be at least 1".to_owned());
+    }
+    // Gang pods hold a whole node each (8 GPUs) in DP groups of 8 pods, so a gang is whole
+    // DP groups; every pod of the run must find a node of its own.
+    if o.gang_size == 0 || !o.gang_size.is_multiple_of(8) {
+        return Err(format!(
+            "--gang-size {} is not a positive multiple of 8 (the DP group, in pods)",
+            o.gang_size
+        ));
+    }
+    let needed = 2 * (o.pods + 1) + o.gangs * o.gang_size;
+    if needed > o.nodes {
+        return Err(format!(
+            "{needed} pods of 8 GPUs need as many nodes, but --nodes is {}",
+            o.nodes
+        ));
+    }
+    Ok(o)
+}
+
+/// Sends each pod's name once, when a watch first shows it bound.
+fn watch_bindings(client: kube::Client, ns: &str) -> mpsc::UnboundedReceiver<(String, Instant)> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let api = Api::<Pod>::namespaced(client, ns);
+    tokio::spawn(async move {
+        let mut seen = HashSet::new();
+        let mut stream = Box::pin(watcher::watcher(api, watcher::Config::default()));
+        while let Some(event) = stream.next().await {
+            let (Ok(Event::Apply(pod)) | Ok(Event::InitApply(pod))) = event else {
+                continue;
+            };
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            if pod.spec.and_then(|s| s.node_name).is_some() && seen.insert(name.clone()) {
+                let _ = tx.send((name, Instant::now()));
+            }
+        }
+    });
+    rx
+}
+
+/// Creates the pods at once and waits until every one is bound: each one's latency.
+async fn schedule(
+    client: &kube::Client,
+    bound: &mut mpsc::UnboundedReceiver<(String, Instant)>,
+    pods: Vec<Pod>,
+) -> Vec<Duration> {
+    let api = Api::<Pod>::namespaced(client.clone(), "scale");
+    let mut started = std::collections::HashMap::new();
+    let mut creating = tokio::task::JoinSet::new();
+    for pod in pods {
+        let name = pod.metadata.name.clone().unwrap();
+        started.insert(name, Instant::now());
+        let api = api.clone();
+        creating.spawn(async move { api.create(&PostParams::default(), &pod).await });
+    }
+    while let Some(done) = creating.join_next().await {
+        done.unwrap().expect("create a pod");
+    }
+    let mut latencies = Vec::new();
+    while !started.is_empty() {
+        let Ok(next) = tokio::time::timeout(Duration::from_secs(300), bound.recv()).await else {
+            let mut left: Vec<_> = started.keys().collect();
+            left.sort();
+            panic!("not bound within 5 minutes: {left:?} (see the pods' PodScheduled condition)");
+        };
+        let (name, at) = next.expect("the watch runs");
+        // Pods of earlier rounds (the watch's initial list) are not this round's.
+        if let Some(t0) = started.remove(&name) {
+            latencies.push(at - t0);
+        }
+    }
+    latencies
+}
+
+fn plain(prefix: &str, i: usize) -> Pod {
+    gpu_pod(&format!("{prefix}-{i}"), 8, None, &[])
+}
+
+/// A gang of `size` 8-GPU pods: TP 8 inside each pod, DP groups (pipeline stages) of 8 pods
+/// hard within a leaf group, `size / 8` stages soft within a spine. `pp` must be given: unset,
+/// it is 1 and `tp × dp` would not cover the gang's ranks.
+fn gang(g: usize, size: usize) -> Vec<Pod> {
+    let size_u32 = u32::try_from(size).unwrap();
+    let pp = (size / 8).to_string();
+    (0..size)
+        .map(|i| {
+            let index = i.to_string();
+            gpu_pod(
+                &format!("gang{g}-{i}"),
+                8,
+                Some((&format!("gang{g}"), size_u32)),
+                &[
+                    ("sched.spinel.dev/tp", "8"),
+                    ("sched.spinel.dev/dp", "8"),
+                    ("sched.spinel.dev/pp", &pp),
+                    ("batch.kubernetes.io/job-completion-index", &index),
+                ],
+            )
+        })
+        .collect()
+}
+
+async fn one_at_a_time(
+    client: &kube::Client,
+    bound: &mut mpsc::UnboundedReceiver<(String, Instant)>,
+    prefix: &str,
+    n: usize,
+) -> Vec<Duration> {
+    // A first pod warms kube-scheduler's cache and the extender's connection; not counted.
+    schedule(client, bound, vec![plain(&format!("{prefix}-warm"), 0)]).await;
+    let mut all = Vec::new();
+    for i in 0..n {
+        all.extend(schedule(client, bound, vec![plain(prefix, i)]).await);
+    }
+    all
+}
+
+fn summary(what: &str, mut v: Vec<Duration>) {
+    if v.is_empty() {
+        println!("| {what} | 0 | | | | |");
+        return;
+    }
+    v.sort();
+    let at = |q: f64| {
+        let i = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1;
+        v[i].as_secs_f64() * 1e3
+    };
+    let mean = v.iter().map(Duration::as_secs_f64).sum::<f64>() / v.len() as f64 * 1e3;
+    println!(
+        "| {what} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
+        v.len(),
+        at(0.5),
+        at(0.99),
+        mean,
+        v.last().unwrap().as_secs_f64() * 1e3
+    );
+}
+
+/// p50 and p99 of a Prometheus histogram, as the upper edge of the bucket they fall in.
+fn histogram_quantiles(text: &str, verb: &str) -> Option<(f64, f64, u64)> {
+    let prefix = "spinel_scheduler_request_duration_seconds_bucket{le=\"";
+    let suffix = format!("\",verb=\"{verb}\"}}");
+    let buckets: Vec<(f64, u64)> = text
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(prefix)?;
+            let (le, count) = rest.split_once(&suffix)?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            Some((le, count.trim().parse().ok()?))
+        })
+        .collect();
+    let total = buckets.last()?.1;
+    let q = |q: f64| {
+        let want = (total as f64 * q).ceil() as u64;
+        buckets.iter().find(|(_, c)| *c >= want).map(|(le, _)| *le)
+    };
+    Some((q(0.5)?, q(0.99)?, total))
+}
+
+fn rss_mib(pid_of: &Extender) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid_of.pid())).ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+fn main() -> ExitCode {
+    let o = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!(
+                "sched-scale: {e}\nusage: sched-scale [--nodes N] [--pods N] [--gangs N] [--gang-size N]"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    assert!(
+        std::env::var_os("SPINEL_SCHEDULER_BIN").is_some(),
+        "set SPINEL_SCHEDULER_BIN to a release build: cargo build --release -p spinel-scheduler"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let without = kube_scheduler_config("http://127.0.0.1:1/", |cfg| {
+        cfg.as_object_mut().unwrap().remove("extenders");
+    });
+    let mut cp = ControlPlane::start(
+        ControlPlaneOptions::new("sched-scale")
+            .scheduler(&without)
+            .ready_timeout(Duration::from_secs(300)),
+    );
+    let sandbox = Sandbox::new("sched-scale-ext");
+    let labelled = fabric_labels(SyntheticSpec::rail_optimized(o.nodes));
+    let (token, created) = runtime.block_on(async {
+        let admin = cp.admin_client().await;
+        for file in ["rbac.yaml", "admission-policy.yaml"] {
+            apply_manifest(&admin, &deploy_file(file)).await;
+        }
+        let token = scheduler_token(&admin, "spinel-scheduler-0").await;
+        let nodes: Vec<Node> = labelled.iter().map(|(n, l)| gpu_node(n, l, 8)).collect();
+        let t0 = Instant::now();
+        create_ready_nodes(&admin, nodes, 32).await;
+        (token, t0.elapsed())
+    });
+    println!(
+        "{} nodes created and made Ready in {:.1} s",
+        labelled.len(),
+        created.as_secs_f64()
+    );
+    let plain_without = runtime.block_on(async {
+        let admin = cp.admin_client().await;
+        namespace(&admin, "scale").await;
+        let mut bound = watch_bindings(admin.clone(), "scale");
+        one_at_a_time(&admin, &mut bound, "a", o.pods).await
+    });
+
+    // The same cluster, kube-scheduler restarted with the extender.
+    let port = free_port();
+    let with = kube_scheduler_config(&format!("http://127.0.0.1:{port}/"), |_| {});
+    cp.terminate();
+    cp.set_scheduler(&with);
+    cp.start_again();
+    let kubeconfig = sandbox.dir().join("scheduler.kubeconfig");
+    write_token_kubeconfig(&kubeconfig, cp.server(), cp.ca_file(), &token);
+    let t0 = Instant::now();
+    let ext = Extender::spawn_on(
+        &sandbox,
+        &kubeconfig,
+        "spinel-scheduler-0",
+        port,
+        &["--reservation-timeout=300".to_owned()],
+    );
+    ext.wait_for("/readyz", Duration::from_secs(300));
+    let loaded = t0.elapsed();
+    let (plain_with, gang_pods, gang_whole) = runtime.block_on(async {
+        let admin = cp.admin_client().await;
+        let mut bound = watch_bindings(admin.clone(), "scale");
+        let plain = one_at_a_time(&admin, &mut bound, "b", o.pods).await;
+        let mut pods = Vec::new();
+        let mut whole = Vec::new();
+        for g in 0..o.gangs {
+            let t = Instant::now();
+            pods.extend(schedule(&admin, &mut bound, gang(g, o.gang_size)).await);
+            whole.push(t.elapsed());
+        }
+        (plain, pods, whole)
+    });
+
+    println!(
+        "\nspinel-scheduler ready (watches listed {} nodes) {:.1} s after start; RSS {:.1} MiB",
+        labelled.len(),
+        loaded.as_secs_f64(),
+        rss_mib(&ext).unwrap_or(f64::NAN)
+    );
+    println!(
+        "\n| kube-scheduler | pods | p50 | p99 | mean | max |\n|---|---:|---:|---:|---:|---:|"
+    );
+    summary("without the extender, 8-GPU pod", plain_without);
+    summary("with spinel-scheduler, 8-GPU pod outside gangs", plain_with);
+    summary(
+        &format!(
+            "with spinel-scheduler, gang pod ({}-pod gangs)",
+            o.gang_size
+        ),
+        gang_pods,
+    );
+    summary(
+        "with spinel-scheduler, whole gang (first create to last bound)",
+        gang_whole,
+    );
+    if let Some((_, text)) = ext.get("/metrics") {
+        println!(
+            "\n| extender verb (server side) | requests | p50 ≤ | p99 ≤ |\n|---|---:|---:|---:|"
+        );
+        for verb in ["filter", "prioritize"] {
+            if let Some((p50, p99, n)) = histogram_quantiles(&text, verb) {
+                println!(
+                    "| {verb} | {n} | {:.1} ms | {:.1} ms |",
+                    p50 * 1e3,
+                    p99 * 1e3
+                );
+            }
+        }
+    }
+    println!(
+        "\nload average at the end: {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+    ExitCode::SUCCESS
+}
