@@ -6,15 +6,17 @@
 //! (8 rails, 32 hosts per leaf group, 16 groups per spine pod, 16 super-spines), 8 GPUs each.
 //! kube-scheduler runs the shipped `deploy/scheduler/kube-scheduler-config.yaml`:
 //!
-//! 1. without its `extenders:` entry: `--pods` pods of 8 GPUs, one at a time;
+//! 1. without its `extenders:` entry: `--pods` pods of 8 GPUs, one at a time, then `--gangs`
+//!    gangs of `--gang-size` pods (DP groups of 8 pods, one pod per node), each gang's pods
+//!    created at once: kube-scheduler alone, the baseline;
 //! 2. restarted on the same cluster with the extender (names only, as shipped), a release
-//!    `spinel-scheduler` on loopback with the shipped RBAC and a pod-bound token: the same
-//!    number of such pods one at a time, then `--gangs` gangs of `--gang-size` pods (DP groups
-//!    of 8 pods in a leaf group), each gang's pods created at once.
+//!    `spinel-scheduler` on loopback with the shipped RBAC and a pod-bound token: the same work
+//!    again (same shapes, other names).
 //!
 //! A pod's latency runs from issuing its create request to a watch on the namespace showing it
-//! bound. Also reported: the extender's own filter and prioritize times (its histogram),
-//! its resident memory, how long it took to load the cluster, and the time to create the nodes.
+//! bound. Also reported: how many DP groups landed in one leaf group under each, the
+//! extender's own filter and prioritize times (its histogram), its resident memory, how long
+//! it took to load the cluster, and the time to create the nodes.
 //!
 //! Usage (root, like the rest of the test tier; `tests/k8s/build.sh` first):
 //!   SPINEL_SCHEDULER_BIN=target/release/spinel-scheduler \
@@ -23,7 +25,7 @@
 // A benchmark harness fails loudly on setup errors.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -93,8 +95,11 @@ fn parse_args() -> Result<Options, String> {
     Ok(o)
 }
 
-/// Sends each pod's name once, when a watch first shows it bound.
-fn watch_bindings(client: kube::Client, ns: &str) -> mpsc::UnboundedReceiver<(String, Instant)> {
+/// A pod seen bound: its name, its node, when the watch showed it.
+type Bound = (String, String, Instant);
+
+/// Sends each pod once, when a watch first shows it bound.
+fn watch_bindings(client: kube::Client, ns: &str) -> mpsc::UnboundedReceiver<Bound> {
     let (tx, rx) = mpsc::unbounded_channel();
     let api = Api::<Pod>::namespaced(client, ns);
     tokio::spawn(async move {
@@ -105,26 +110,29 @@ fn watch_bindings(client: kube::Client, ns: &str) -> mpsc::UnboundedReceiver<(St
                 continue;
             };
             let name = pod.metadata.name.clone().unwrap_or_default();
-            if pod.spec.and_then(|s| s.node_name).is_some() && seen.insert(name.clone()) {
-                let _ = tx.send((name, Instant::now()));
+            if let Some(node) = pod.spec.and_then(|s| s.node_name)
+                && seen.insert(name.clone())
+            {
+                let _ = tx.send((name, node, Instant::now()));
             }
         }
     });
     rx
 }
 
-/// Creates the pods at once and waits until every one is bound: each one's latency.
+/// Creates the pods at once and waits until every one is bound: each one's index in `pods`,
+/// node and latency.
 async fn schedule(
     client: &kube::Client,
-    bound: &mut mpsc::UnboundedReceiver<(String, Instant)>,
+    bound: &mut mpsc::UnboundedReceiver<Bound>,
     pods: Vec<Pod>,
-) -> Vec<Duration> {
+) -> Vec<(usize, String, Duration)> {
     let api = Api::<Pod>::namespaced(client.clone(), "scale");
-    let mut started = std::collections::HashMap::new();
+    let mut started = HashMap::new();
     let mut creating = tokio::task::JoinSet::new();
-    for pod in pods {
+    for (i, pod) in pods.into_iter().enumerate() {
         let name = pod.metadata.name.clone().unwrap();
-        started.insert(name, Instant::now());
+        started.insert(name, (i, Instant::now()));
         let api = api.clone();
         creating.spawn(async move { api.create(&PostParams::default(), &pod).await });
     }
@@ -138,10 +146,10 @@ async fn schedule(
             left.sort();
             panic!("not bound within 5 minutes: {left:?} (see the pods' PodScheduled condition)");
         };
-        let (name, at) = next.expect("the watch runs");
+        let (name, node, at) = next.expect("the watch runs");
         // Pods of earlier rounds (the watch's initial list) are not this round's.
-        if let Some(t0) = started.remove(&name) {
-            latencies.push(at - t0);
+        if let Some((i, t0)) = started.remove(&name) {
+            latencies.push((i, node, at - t0));
         }
     }
     latencies
@@ -154,16 +162,16 @@ fn plain(prefix: &str, i: usize) -> Pod {
 /// A gang of `size` 8-GPU pods: TP 8 inside each pod, DP groups (pipeline stages) of 8 pods
 /// hard within a leaf group, `size / 8` stages soft within a spine. `pp` must be given: unset,
 /// it is 1 and `tp × dp` would not cover the gang's ranks.
-fn gang(g: usize, size: usize) -> Vec<Pod> {
+fn gang(prefix: &str, g: usize, size: usize) -> Vec<Pod> {
     let size_u32 = u32::try_from(size).unwrap();
     let pp = (size / 8).to_string();
     (0..size)
         .map(|i| {
             let index = i.to_string();
             gpu_pod(
-                &format!("gang{g}-{i}"),
+                &format!("{prefix}-gang{g}-{i}"),
                 8,
-                Some((&format!("gang{g}"), size_u32)),
+                Some((&format!("{prefix}-gang{g}"), size_u32)),
                 &[
                     ("sched.spinel.dev/tp", "8"),
                     ("sched.spinel.dev/dp", "8"),
@@ -177,7 +185,7 @@ fn gang(g: usize, size: usize) -> Vec<Pod> {
 
 async fn one_at_a_time(
     client: &kube::Client,
-    bound: &mut mpsc::UnboundedReceiver<(String, Instant)>,
+    bound: &mut mpsc::UnboundedReceiver<Bound>,
     prefix: &str,
     n: usize,
 ) -> Vec<Duration> {
@@ -185,9 +193,55 @@ async fn one_at_a_time(
     schedule(client, bound, vec![plain(&format!("{prefix}-warm"), 0)]).await;
     let mut all = Vec::new();
     for i in 0..n {
-        all.extend(schedule(client, bound, vec![plain(prefix, i)]).await);
+        let done = schedule(client, bound, vec![plain(prefix, i)]).await;
+        all.extend(done.into_iter().map(|(_, _, latency)| latency));
     }
     all
+}
+
+/// What one kube-scheduler configuration did with the same work.
+struct Phase {
+    plain: Vec<Duration>,
+    gang_pods: Vec<Duration>,
+    gangs: Vec<Duration>,
+    /// DP groups (8 consecutive pods of a gang) whose nodes share one leaf group.
+    dp_in_one_leaf: usize,
+    dp_groups: usize,
+}
+
+/// `pods` plain pods one at a time, then the gangs one after the other, each created at once;
+/// names start with `prefix` so the phases never share an object.
+/// `leaf_of` maps a node to its leaf group (tier-1 label).
+async fn phase(
+    client: &kube::Client,
+    prefix: &str,
+    o: &Options,
+    leaf_of: &HashMap<String, String>,
+) -> Phase {
+    let mut bound = watch_bindings(client.clone(), "scale");
+    let plain = one_at_a_time(client, &mut bound, prefix, o.pods).await;
+    let mut p = Phase {
+        plain,
+        gang_pods: Vec::new(),
+        gangs: Vec::new(),
+        dp_in_one_leaf: 0,
+        dp_groups: 0,
+    };
+    for g in 0..o.gangs {
+        let t = Instant::now();
+        let done = schedule(client, &mut bound, gang(prefix, g, o.gang_size)).await;
+        p.gangs.push(t.elapsed());
+        // Pod i of the gang asked for rank i (its completion index): DP group i / 8.
+        let mut leaves: HashMap<usize, HashSet<&str>> = HashMap::new();
+        for (i, node, latency) in &done {
+            p.gang_pods.push(*latency);
+            let leaf = leaf_of.get(node).map_or("?", String::as_str);
+            leaves.entry(i / 8).or_default().insert(leaf);
+        }
+        p.dp_groups += leaves.len();
+        p.dp_in_one_leaf += leaves.values().filter(|l| l.len() == 1).count();
+    }
+    p
 }
 
 fn summary(what: &str, mut v: Vec<Duration>) {
@@ -236,6 +290,28 @@ fn histogram_quantiles(text: &str, verb: &str) -> Option<(f64, f64, u64)> {
     Some((q(0.5)?, q(0.99)?, total))
 }
 
+fn report(o: &Options, without: Phase, with: Phase) {
+    println!(
+        "\n| kube-scheduler | pods | p50 | p99 | mean | max |\n|---|---:|---:|---:|---:|---:|"
+    );
+    let g = o.gang_size;
+    for (name, p) in [
+        ("without the extender", without),
+        ("with spinel-scheduler", with),
+    ] {
+        summary(&format!("{name}, 8-GPU pod outside gangs"), p.plain);
+        summary(&format!("{name}, pod of a {g}-pod gang"), p.gang_pods);
+        summary(
+            &format!("{name}, whole {g}-pod gang (create to last bound)"),
+            p.gangs,
+        );
+        println!(
+            "| {name}: DP groups of 8 pods in one leaf group | {} of {} | | | | |",
+            p.dp_in_one_leaf, p.dp_groups
+        );
+    }
+}
+
 fn rss_mib(pid_of: &Extender) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{}/status", pid_of.pid())).ok()?;
     let kb: f64 = status
@@ -268,12 +344,12 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .unwrap();
-    let without = kube_scheduler_config("http://127.0.0.1:1/", |cfg| {
+    let config_without = kube_scheduler_config("http://127.0.0.1:1/", |cfg| {
         cfg.as_object_mut().unwrap().remove("extenders");
     });
     let mut cp = ControlPlane::start(
         ControlPlaneOptions::new("sched-scale")
-            .scheduler(&without)
+            .scheduler(&config_without)
             .ready_timeout(Duration::from_secs(300)),
     );
     let sandbox = Sandbox::new("sched-scale-ext");
@@ -294,18 +370,22 @@ fn main() -> ExitCode {
         labelled.len(),
         created.as_secs_f64()
     );
-    let plain_without = runtime.block_on(async {
+    let leaf_key = format!("{}tier-1", spinel_api::labels::DEFAULT_PREFIX);
+    let leaf_of: HashMap<String, String> = labelled
+        .iter()
+        .filter_map(|(n, l)| Some((n.clone(), l.get(&leaf_key)?.clone())))
+        .collect();
+    let without = runtime.block_on(async {
         let admin = cp.admin_client().await;
         namespace(&admin, "scale").await;
-        let mut bound = watch_bindings(admin.clone(), "scale");
-        one_at_a_time(&admin, &mut bound, "a", o.pods).await
+        phase(&admin, "a", &o, &leaf_of).await
     });
 
     // The same cluster, kube-scheduler restarted with the extender.
     let port = free_port();
-    let with = kube_scheduler_config(&format!("http://127.0.0.1:{port}/"), |_| {});
+    let config_with = kube_scheduler_config(&format!("http://127.0.0.1:{port}/"), |_| {});
     cp.terminate();
-    cp.set_scheduler(&with);
+    cp.set_scheduler(&config_with);
     cp.start_again();
     let kubeconfig = sandbox.dir().join("scheduler.kubeconfig");
     write_token_kubeconfig(&kubeconfig, cp.server(), cp.ca_file(), &token);
@@ -319,18 +399,9 @@ fn main() -> ExitCode {
     );
     ext.wait_for("/readyz", Duration::from_secs(300));
     let loaded = t0.elapsed();
-    let (plain_with, gang_pods, gang_whole) = runtime.block_on(async {
+    let with = runtime.block_on(async {
         let admin = cp.admin_client().await;
-        let mut bound = watch_bindings(admin.clone(), "scale");
-        let plain = one_at_a_time(&admin, &mut bound, "b", o.pods).await;
-        let mut pods = Vec::new();
-        let mut whole = Vec::new();
-        for g in 0..o.gangs {
-            let t = Instant::now();
-            pods.extend(schedule(&admin, &mut bound, gang(g, o.gang_size)).await);
-            whole.push(t.elapsed());
-        }
-        (plain, pods, whole)
+        phase(&admin, "b", &o, &leaf_of).await
     });
 
     println!(
@@ -339,22 +410,7 @@ fn main() -> ExitCode {
         loaded.as_secs_f64(),
         rss_mib(&ext).unwrap_or(f64::NAN)
     );
-    println!(
-        "\n| kube-scheduler | pods | p50 | p99 | mean | max |\n|---|---:|---:|---:|---:|---:|"
-    );
-    summary("without the extender, 8-GPU pod", plain_without);
-    summary("with spinel-scheduler, 8-GPU pod outside gangs", plain_with);
-    summary(
-        &format!(
-            "with spinel-scheduler, gang pod ({}-pod gangs)",
-            o.gang_size
-        ),
-        gang_pods,
-    );
-    summary(
-        "with spinel-scheduler, whole gang (first create to last bound)",
-        gang_whole,
-    );
+    report(&o, without, with);
     if let Some((_, text)) = ext.get("/metrics") {
         println!(
             "\n| extender verb (server side) | requests | p50 ≤ | p99 ≤ |\n|---|---:|---:|---:|"
