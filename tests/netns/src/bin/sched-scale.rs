@@ -52,14 +52,15 @@ struct Options {
     gang_size: usize,
 }
 
-fn parse_args() -> Result<Options, String> {
+/// The flags after the program name.
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
     let mut o = Options {
         nodes: 10_000,
         pods: 200,
         gangs: 8,
         gang_size: 16,
     };
-    let mut args = std::env::args().skip(1);
+    let mut args = args.into_iter();
     while let Some(flag) = args.next() {
         let value = args
             .next()
@@ -85,7 +86,8 @@ fn parse_args() -> Result<Options, String> {
             o.gang_size
         ));
     }
-    let needed = 2 * (o.pods + 1) + o.gangs * o.gang_size;
+    // Both phases run the same work (plus one warm-up pod each) and nothing is deleted.
+    let needed = 2 * (o.pods + 1 + o.gangs * o.gang_size);
     if needed > o.nodes {
         return Err(format!(
             "{needed} pods of 8 GPUs need as many nodes, but --nodes is {}",
@@ -326,7 +328,7 @@ fn rss_mib(pid_of: &Extender) -> Option<f64> {
 }
 
 fn main() -> ExitCode {
-    let o = match parse_args() {
+    let o = match parse_args(std::env::args().skip(1)) {
         Ok(o) => o,
         Err(e) => {
             eprintln!(
@@ -432,4 +434,63 @@ fn main() -> ExitCode {
             .trim()
     );
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &str) -> Result<Options, String> {
+        parse_args(args.split_whitespace().map(str::to_owned))
+    }
+
+    #[test]
+    fn flags_are_read_and_bad_ones_refused_with_the_reason() {
+        let o = parse("--nodes 1000 --pods 10 --gangs 2 --gang-size 24").unwrap();
+        assert_eq!((o.nodes, o.pods, o.gangs, o.gang_size), (1000, 10, 2, 24));
+        assert_eq!(
+            parse("--gang-size 12").err().unwrap(),
+            "--gang-size 12 is not a positive multiple of 8 (the DP group, in pods)"
+        );
+        assert_eq!(parse("--pods").err().unwrap(), "--pods needs a value");
+        assert!(
+            parse("--pods x")
+                .err()
+                .unwrap()
+                .starts_with("--pods: invalid digit")
+        );
+        assert_eq!(parse("--nodez 5").err().unwrap(), "unknown flag --nodez");
+        assert_eq!(
+            parse("--pods 0").err().unwrap(),
+            "--nodes and --pods must be at least 1"
+        );
+        // 2 × (200 + 1 + 8 × 16) = 658 pods, one node each.
+        assert_eq!(
+            parse("--nodes 657").err().unwrap(),
+            "658 pods of 8 GPUs need as many nodes, but --nodes is 657"
+        );
+        assert!(parse("--nodes 658").is_ok());
+    }
+
+    #[test]
+    fn quantiles_are_the_bucket_bounds_they_fall_in() {
+        let b = "spinel_scheduler_request_duration_seconds_bucket";
+        let text = format!(
+            "{b}{{le=\"0.001\",verb=\"filter\"}} 50\n\
+             {b}{{le=\"0.005\",verb=\"filter\"}} 98\n\
+             {b}{{le=\"0.01\",verb=\"filter\"}} 100\n\
+             {b}{{le=\"+Inf\",verb=\"filter\"}} 100\n\
+             {b}{{le=\"0.001\",verb=\"prioritize\"}} 0\n\
+             {b}{{le=\"+Inf\",verb=\"prioritize\"}} 4\n"
+        );
+        assert_eq!(
+            histogram_quantiles(&text, "filter"),
+            Some((0.001, 0.01, 100))
+        );
+        assert_eq!(
+            histogram_quantiles(&text, "prioritize"),
+            Some((f64::INFINITY, f64::INFINITY, 4))
+        );
+        assert_eq!(histogram_quantiles(&text, "bind"), None);
+    }
 }
