@@ -17,6 +17,7 @@ pub mod live_fabric;
 pub mod lldpd;
 pub mod node;
 pub mod sandbox;
+pub mod sched;
 
 pub use node::SimNode;
 pub use sandbox::Sandbox;
