@@ -615,6 +615,37 @@ mod tests {
     }
 
     #[test]
+    fn nodes_labelled_one_by_one_after_the_first_list_share_their_leaf() {
+        // The scheduler lists Nodes before the fabric agents label them, then sees the labels
+        // arrive one node at a time.
+        let names = ["n1", "n2", "n3", "n4"];
+        let mut c = Cluster::from_nodes(
+            ClusterOptions::default(),
+            names.iter().map(|n| {
+                let mut s = spec(n, "", "", 2);
+                s.labels.clear();
+                s
+            }),
+        );
+        // The first reports give partial answers (a node alone, a tier missing) before the
+        // whole fabric is known.
+        let mut partial = spec("n1", "l1", "", 2);
+        partial.labels.remove("fabric.spinel.dev/tier-2");
+        c.upsert(partial);
+        c.upsert(spec("n2", "node-n2", "s0", 2));
+        for n in names {
+            c.upsert(spec(n, "l1", "s1", 2));
+        }
+        let n1 = c.node_id("n1").unwrap();
+        let leaf = c.ancestor(n1, 1);
+        assert_eq!(c.domain_value(leaf), "l1");
+        assert_eq!(c.domain_node_count(leaf), 4);
+        assert_eq!(c.domain_allocatable_units(leaf), 8);
+        assert_eq!(c.domain_allocatable_units(c.ancestor(n1, 2)), 8);
+        assert_eq!(c.domain_allocatable_units(c.root()), 8);
+    }
+
+    #[test]
     fn unlabelled_nodes_stand_alone() {
         let mut lone = spec("x", "", "s1", 8);
         lone.labels.remove("fabric.spinel.dev/tier-1");
