@@ -14,5 +14,7 @@ pub mod netlink;
 pub mod netns;
 pub mod packet;
 pub mod rdma;
+#[cfg(feature = "rtnl")]
+pub mod rtnl;
 pub mod sriov;
 pub mod sysctl;
