@@ -8,8 +8,11 @@
 
 use std::cell::RefCell;
 use std::process::Child;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use hostnet::netns::NetNs;
+use hostnet::packet::{PacketConfig, PacketError, PacketSocket};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use nix::sys::signal::Signal;
@@ -242,6 +245,56 @@ fn flap_and_flush(a: &AgentNode) -> Instant {
     up
 }
 
+/// Captures the ARP frames arriving at the leaf's `swp1` for `window` (an AF_PACKET socket in
+/// the leaf namespace, opened before this returns), with their arrival instants.
+fn capture_arp(a: &AgentNode, window: Duration) -> JoinHandle<Vec<(Instant, Vec<u8>)>> {
+    let leaf = NetNs::open(a.node.sb.netns_path("leaf")).unwrap();
+    let config = PacketConfig {
+        protocol: 0x0806,
+        ..PacketConfig::default()
+    };
+    let socket = PacketSocket::open(&leaf, "swp1", &config).unwrap();
+    std::thread::spawn(move || {
+        let end = Instant::now() + window;
+        let mut frames = Vec::new();
+        let mut buf = [0u8; 2048];
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match socket.recv(&mut buf, Some(left)) {
+                Ok(Some(r)) => frames.push((Instant::now(), buf[..r.len].to_vec())),
+                Ok(None) => {}
+                // The flap takes swp1 down: the socket reports ENETDOWN once and receives
+                // again when the link is back up.
+                Err(PacketError::Io { source, .. })
+                    if source.raw_os_error() == Some(nix::errno::Errno::ENETDOWN as i32) => {}
+                Err(e) => panic!("capture on swp1: {e}"),
+            }
+        }
+        frames
+    })
+}
+
+/// The instants of gratuitous ARP frames (request or reply) from `mac` announcing `ip` (sender
+/// and target address both `ip`).
+fn announcements(frames: &[(Instant, Vec<u8>)], mac: &str, ip: &str) -> Vec<Instant> {
+    let mac: Vec<u8> = mac
+        .split(':')
+        .map(|b| u8::from_str_radix(b, 16).unwrap())
+        .collect();
+    let ip = ip.parse::<std::net::Ipv4Addr>().unwrap().octets();
+    frames
+        .iter()
+        .filter(|(_, f)| {
+            f.len() >= 42
+                && f[6..12] == mac[..]
+                && f[12..14] == [0x08, 0x06]
+                && f[22..28] == mac[..]
+                && f[28..32] == ip
+                && f[38..42] == ip
+        })
+        .map(|(t, _)| *t)
+        .collect()
+}
+
 #[test]
 fn a_carrier_flap_reannounces_the_host_and_every_pod_on_the_nic() {
     require_root();
@@ -265,9 +318,21 @@ fn a_carrier_flap_reannounces_the_host_and_every_pod_on_the_nic() {
     }
     let host_mac = mac_of(&a, "node", "pf0");
 
-    // Control: without the agent nothing refills the leaf.
+    let announcers: Vec<(&str, String)> = std::iter::once((HOST_IP, host_mac.clone()))
+        .chain(pods.iter().map(|(ip, mac)| (*ip, mac.clone())))
+        .collect();
+
+    // Control: without the agent nothing announces, and nothing refills the leaf.
+    let capture = capture_arp(&a, Duration::from_millis(2500));
     flap_and_flush(&a);
-    std::thread::sleep(Duration::from_millis(2500));
+    let frames = capture.join().unwrap();
+    for (ip, mac) in &announcers {
+        let seen = announcements(&frames, mac, ip);
+        assert!(
+            seen.is_empty(),
+            "{ip} announced without the agent: {seen:?}"
+        );
+    }
     assert_eq!(
         a.node.leaf_neighbour_mac(HOST_IP),
         None,
@@ -282,6 +347,8 @@ fn a_carrier_flap_reannounces_the_host_and_every_pod_on_the_nic() {
     a.wait_for("routes reconciled", Duration::from_secs(30), || {
         (a.rules_for(100).len() == 1).then_some(())
     });
+    // The burst is 3 rounds 1.1 s apart (config): the window holds all of it.
+    let capture = capture_arp(&a, Duration::from_millis(4500));
     let up = flap_and_flush(&a);
     let host = a
         .node
@@ -298,10 +365,26 @@ fn a_carrier_flap_reannounces_the_host_and_every_pod_on_the_nic() {
             a.log_tail()
         );
     }
+    let all_right = up.elapsed();
+    let frames = capture.join().unwrap();
+    let mut first = Duration::MAX;
+    for (ip, mac) in &announcers {
+        let seen = announcements(&frames, mac, ip);
+        // Each round is a request and a reply; every frame comes after carrier up.
+        assert!(
+            seen.len() >= 6 && seen.iter().all(|t| *t >= up),
+            "{ip} from {mac}: {} frames on the wire after carrier up, want the 3-round burst\n{}",
+            seen.len(),
+            a.log_tail()
+        );
+        first = first.min(seen[0] - up);
+    }
     println!(
-        "carrier up -> leaf entry right: host {} us, both pods {} us",
+        "carrier up -> first announcement on the wire {} us; leaf entry right: host {} us, \
+         host and both pods {} us",
+        first.as_micros(),
         host.as_micros(),
-        up.elapsed().as_micros()
+        all_right.as_micros()
     );
     let (_, metrics) = a.get("/metrics").unwrap();
     let frames = |target: &str| -> u64 {
