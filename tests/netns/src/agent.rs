@@ -15,11 +15,14 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hostnet::dcb::{
     DCB_CMD_IEEE_GET, DcbAttribute, DcbMessage, IeeeAttribute, IeeePfc, RTM_GETDCB,
 };
+use hostnet::netns::NetNs;
+use hostnet::packet::{PacketConfig, PacketError, PacketSocket};
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
@@ -204,6 +207,27 @@ pub fn pfc_reply_hex(priorities: &[u8]) -> String {
     buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Gives NIC `nic` what a RoCE port has in the fake sysfs under `dir`: a 200G link speed and
+/// RDMA device `dev` with port 1 active on Ethernet and a CNP counter at 0.
+fn roce_port(dir: &Path, nic: &str, dev: &str) {
+    let net = dir.join("sys/class/net").join(nic);
+    fs::create_dir_all(&net).unwrap();
+    fs::write(net.join("speed"), "200000\n").unwrap();
+    let port_dir = dir.join("sys/class/infiniband").join(dev).join("ports/1");
+    for sub in [
+        "gids",
+        "gid_attrs/types",
+        "gid_attrs/ndevs",
+        "hw_counters",
+        "counters",
+    ] {
+        fs::create_dir_all(port_dir.join(sub)).unwrap();
+    }
+    fs::write(port_dir.join("state"), "4: ACTIVE\n").unwrap();
+    fs::write(port_dir.join("link_layer"), "Ethernet\n").unwrap();
+    fs::write(port_dir.join("hw_counters/np_cnp_sent"), "0\n").unwrap();
+}
+
 /// A simulated RoCE node with the agent's files, and the agent when it runs.
 pub struct AgentNode {
     /// The node (its sandbox holds everything).
@@ -216,6 +240,8 @@ pub struct AgentNode {
     pub dcb_dir: PathBuf,
     /// The agent's metrics port on 127.0.0.1.
     pub port: u16,
+    /// The NICs the agent is given (`--nics`).
+    pub nics: Vec<String>,
     kubeconfig: PathBuf,
     log: PathBuf,
     stdout: PathBuf,
@@ -247,22 +273,7 @@ impl AgentNode {
             &["addr", "add", &format!("{HOST_IP}/24"), "dev", "pf0"],
         );
         let dir = node.sb.dir().to_owned();
-        let net = dir.join("sys/class/net/pf0");
-        fs::create_dir_all(&net).unwrap();
-        fs::write(net.join("speed"), "200000\n").unwrap();
-        let port_dir = dir.join("sys/class/infiniband/mlx5_0/ports/1");
-        for sub in [
-            "gids",
-            "gid_attrs/types",
-            "gid_attrs/ndevs",
-            "hw_counters",
-            "counters",
-        ] {
-            fs::create_dir_all(port_dir.join(sub)).unwrap();
-        }
-        fs::write(port_dir.join("state"), "4: ACTIVE\n").unwrap();
-        fs::write(port_dir.join("link_layer"), "Ethernet\n").unwrap();
-        fs::write(port_dir.join("hw_counters/np_cnp_sent"), "0\n").unwrap();
+        roce_port(&dir, "pf0", "mlx5_0");
         let agent = AgentNode {
             dcb_dir: dir.join("dcb"),
             config: dir.join("agent.yaml"),
@@ -271,6 +282,7 @@ impl AgentNode {
             stdout: dir.join("agent.stdout"),
             port: free_port(),
             name: name.to_owned(),
+            nics: vec!["pf0".into()],
             child: None,
             node,
         };
@@ -281,6 +293,64 @@ impl AgentNode {
         config["health"]["dcbReplayDir"] = json!(agent.dcb_dir);
         fs::write(&agent.config, config.to_string()).unwrap();
         agent
+    }
+
+    /// Adds RoCE NIC `pf<i>` (i >= 1, at most 15): a veth to the leaf's `swp<i+1>`, a PF in
+    /// the fake sysfs with RDMA device `mlx5_<i>`, host address 10.56.<i>.2/24 and its RoCE v2
+    /// GID; the agent is given it from the next start.
+    pub fn add_nic(&mut self, i: u8) {
+        assert!((1..16).contains(&i), "NIC index {i}");
+        let (nic, swp, dev) = (
+            format!("pf{i}"),
+            format!("swp{}", i + 1),
+            format!("mlx5_{i}"),
+        );
+        let sb = &self.node.sb;
+        sb.run_in(
+            "node",
+            "ip",
+            &[
+                "link", "add", &nic, "mtu", "9000", "type", "veth", "peer", "name", &swp, "mtu",
+                "9000",
+            ],
+        );
+        let leaf = sb.netns_path("leaf");
+        sb.run_in(
+            "node",
+            "ip",
+            &["link", "set", &swp, "netns", leaf.to_str().unwrap()],
+        );
+        sb.run_in("node", "ip", &["link", "set", &nic, "up"]);
+        sb.run_in("leaf", "ip", &["link", "set", &swp, "up"]);
+        sb.run_in(
+            "node",
+            "ip",
+            &["addr", "add", &format!("10.56.{i}.2/24"), "dev", &nic],
+        );
+        sb.run_in(
+            "leaf",
+            "ip",
+            &["addr", "add", &format!("10.56.{i}.1/24"), "dev", &swp],
+        );
+        let pci = format!("0000:{:02x}:00.0", 0x3b + i);
+        self.node.sysfs.add_pf(&pci, &nic, 0, 8);
+        self.node.sysfs.add_rdma(&pci, &dev);
+        let dir = sb.dir().to_owned();
+        roce_port(&dir, &nic, &dev);
+        let port = dir.join("sys/class/infiniband").join(&dev).join("ports/1");
+        fs::write(
+            port.join("gids/3"),
+            format!("0000:0000:0000:0000:0000:ffff:0a38:{i:02x}02\n"),
+        )
+        .unwrap();
+        fs::write(port.join("gid_attrs/types/3"), "RoCE v2\n").unwrap();
+        fs::write(port.join("gid_attrs/ndevs/3"), format!("{nic}\n")).unwrap();
+        self.nics.push(nic);
+    }
+
+    /// The agent's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// Writes (or removes) the RoCE v2 GID of the host address in the fake GID table.
@@ -331,7 +401,7 @@ impl AgentNode {
             .arg("--netns")
             .arg(self.node.sb.netns_path("node"))
             .arg("--nics")
-            .arg("pf0")
+            .arg(self.nics.join(","))
             .arg("--sysfs-root")
             .arg(self.node.sb.dir().join("sys"))
             .arg("--metrics-address")
@@ -447,6 +517,80 @@ impl AgentNode {
             .cloned()
             .unwrap_or_default()
     }
+}
+
+/// Takes the leaf's port down (pf0 loses carrier), empties its neighbour table, brings it up
+/// and returns the instant the carrier came back.
+pub fn flap_and_flush(a: &AgentNode) -> Instant {
+    a.node
+        .sb
+        .run_in("leaf", "ip", &["link", "set", "swp1", "down"]);
+    std::thread::sleep(Duration::from_millis(300));
+    a.node
+        .sb
+        .run_in("leaf", "ip", &["neigh", "flush", "dev", "swp1"]);
+    let up = Instant::now();
+    a.node
+        .sb
+        .run_in("leaf", "ip", &["link", "set", "swp1", "up"]);
+    up
+}
+
+/// Captures the ARP frames arriving at the leaf's `swp1` for `window` (an AF_PACKET socket in
+/// the leaf namespace, opened before this returns), with their arrival instants.
+pub fn capture_arp(a: &AgentNode, window: Duration) -> JoinHandle<Vec<(Instant, Vec<u8>)>> {
+    let leaf = NetNs::open(a.node.sb.netns_path("leaf")).unwrap();
+    let config = PacketConfig {
+        protocol: 0x0806,
+        ..PacketConfig::default()
+    };
+    let socket = PacketSocket::open(&leaf, "swp1", &config).unwrap();
+    std::thread::spawn(move || {
+        let end = Instant::now() + window;
+        let mut frames = Vec::new();
+        let mut buf = [0u8; 2048];
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match socket.recv(&mut buf, Some(left)) {
+                Ok(Some(r)) => frames.push((Instant::now(), buf[..r.len].to_vec())),
+                Ok(None) => {}
+                // The flap takes swp1 down: the socket reports ENETDOWN once and receives
+                // again when the link is back up.
+                Err(PacketError::Io { source, .. })
+                    if source.raw_os_error() == Some(nix::errno::Errno::ENETDOWN as i32) => {}
+                Err(e) => panic!("capture on swp1: {e}"),
+            }
+        }
+        frames
+    })
+}
+
+/// The instants of gratuitous ARP frames (request or reply) from `mac` announcing `ip` (sender
+/// and target address both `ip`).
+pub fn announcements(frames: &[(Instant, Vec<u8>)], mac: &str, ip: &str) -> Vec<Instant> {
+    let mac: Vec<u8> = mac
+        .split(':')
+        .map(|b| u8::from_str_radix(b, 16).unwrap())
+        .collect();
+    let ip = ip.parse::<std::net::Ipv4Addr>().unwrap().octets();
+    frames
+        .iter()
+        .filter(|(_, f)| {
+            f.len() >= 42
+                && f[6..12] == mac[..]
+                && f[12..14] == [0x08, 0x06]
+                && f[22..28] == mac[..]
+                && f[28..32] == ip
+                && f[38..42] == ip
+        })
+        .map(|(t, _)| *t)
+        .collect()
+}
+
+/// The MAC of `ifname` in namespace `ns` of the node.
+pub fn mac_of(a: &AgentNode, ns: &str, ifname: &str) -> String {
+    let out = a.node.sb.run_in(ns, "ip", &["-j", "link", "show", ifname]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v[0]["address"].as_str().unwrap().to_owned()
 }
 
 impl Drop for AgentNode {

@@ -8,17 +8,17 @@
 
 use std::cell::RefCell;
 use std::process::Child;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use hostnet::netns::NetNs;
-use hostnet::packet::{PacketConfig, PacketError, PacketSocket};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
+use kube::api::{Patch, PatchParams};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 use spinel_api::crd::NodeFabric;
-use spinel_netns_tests::agent::{AgentNode, HOST_IP, cluster};
+use spinel_netns_tests::agent::{
+    AgentNode, HOST_IP, announcements, capture_arp, cluster, flap_and_flush, mac_of,
+};
 use spinel_netns_tests::cni::{CniCall, spinelctl_binary};
 use spinel_netns_tests::require_root;
 
@@ -220,79 +220,6 @@ fn host_routes_are_kept_right_removed_with_the_address_and_left_in_place_on_sigt
         srcs.contains(&"10.56.0.98".to_owned()),
         "a rule the agent did not install stays: {srcs:?}"
     );
-}
-
-fn mac_of(a: &AgentNode, ns: &str, ifname: &str) -> String {
-    let out = a.node.sb.run_in(ns, "ip", &["-j", "link", "show", ifname]);
-    let v: Value = serde_json::from_str(&out).unwrap();
-    v[0]["address"].as_str().unwrap().to_owned()
-}
-
-/// Takes the leaf's port down (pf0 loses carrier), empties its neighbour table, brings it up
-/// and returns the instant the carrier came back.
-fn flap_and_flush(a: &AgentNode) -> Instant {
-    a.node
-        .sb
-        .run_in("leaf", "ip", &["link", "set", "swp1", "down"]);
-    std::thread::sleep(Duration::from_millis(300));
-    a.node
-        .sb
-        .run_in("leaf", "ip", &["neigh", "flush", "dev", "swp1"]);
-    let up = Instant::now();
-    a.node
-        .sb
-        .run_in("leaf", "ip", &["link", "set", "swp1", "up"]);
-    up
-}
-
-/// Captures the ARP frames arriving at the leaf's `swp1` for `window` (an AF_PACKET socket in
-/// the leaf namespace, opened before this returns), with their arrival instants.
-fn capture_arp(a: &AgentNode, window: Duration) -> JoinHandle<Vec<(Instant, Vec<u8>)>> {
-    let leaf = NetNs::open(a.node.sb.netns_path("leaf")).unwrap();
-    let config = PacketConfig {
-        protocol: 0x0806,
-        ..PacketConfig::default()
-    };
-    let socket = PacketSocket::open(&leaf, "swp1", &config).unwrap();
-    std::thread::spawn(move || {
-        let end = Instant::now() + window;
-        let mut frames = Vec::new();
-        let mut buf = [0u8; 2048];
-        while let Some(left) = end.checked_duration_since(Instant::now()) {
-            match socket.recv(&mut buf, Some(left)) {
-                Ok(Some(r)) => frames.push((Instant::now(), buf[..r.len].to_vec())),
-                Ok(None) => {}
-                // The flap takes swp1 down: the socket reports ENETDOWN once and receives
-                // again when the link is back up.
-                Err(PacketError::Io { source, .. })
-                    if source.raw_os_error() == Some(nix::errno::Errno::ENETDOWN as i32) => {}
-                Err(e) => panic!("capture on swp1: {e}"),
-            }
-        }
-        frames
-    })
-}
-
-/// The instants of gratuitous ARP frames (request or reply) from `mac` announcing `ip` (sender
-/// and target address both `ip`).
-fn announcements(frames: &[(Instant, Vec<u8>)], mac: &str, ip: &str) -> Vec<Instant> {
-    let mac: Vec<u8> = mac
-        .split(':')
-        .map(|b| u8::from_str_radix(b, 16).unwrap())
-        .collect();
-    let ip = ip.parse::<std::net::Ipv4Addr>().unwrap().octets();
-    frames
-        .iter()
-        .filter(|(_, f)| {
-            f.len() >= 42
-                && f[6..12] == mac[..]
-                && f[12..14] == [0x08, 0x06]
-                && f[22..28] == mac[..]
-                && f[28..32] == ip
-                && f[38..42] == ip
-        })
-        .map(|(t, _)| *t)
-        .collect()
 }
 
 #[test]
@@ -521,6 +448,24 @@ fn roce_health_sets_the_condition_and_taint_and_releases_them_after_the_hysteres
     cycle(&a, "NoRoceV2Gid:pf0", &|| a.set_gid(false), &|| {
         a.set_gid(true)
     });
+    // The controller reports pf0 cabled to the wrong leaf group (it writes the NodeFabric's
+    // status; the agent watches it), then withdraws the finding.
+    let cabling = |findings: Value| {
+        let patch = Patch::Merge(json!({"status": {"findings": findings}}));
+        rt.block_on(fabrics.patch_status(&a.name, &PatchParams::default(), &patch))
+            .unwrap();
+    };
+    cycle(
+        &a,
+        "WrongLeafGroup:pf0",
+        &|| {
+            cabling(
+                json!([{"severity": "error", "kind": "swapped_rail", "nic": "pf0",
+                            "message": "pf0 is cabled to leaf02 of rail 1, expected rail 0"}]),
+            )
+        },
+        &|| cabling(json!([])),
+    );
     cycle(
         &a,
         "NoNeighbor:pf0",
@@ -581,4 +526,22 @@ fn metrics_and_probes_are_served_and_follow_the_counters() {
             .contains("spinel_nic_mtu_bytes{nic=\"pf0\"} 4200")
             .then_some(())
     });
+    // Below the configured 9000: the node is not ready, but without --taint-degraded it is
+    // not tainted.
+    let nodes = Api::<Node>::all(rt.block_on(cp.admin_client()));
+    a.wait_for("MtuBelowExpected", Duration::from_secs(30), || {
+        condition(&rt, &nodes, &a.name)
+            .filter(|(s, r, _)| s == "False" && r == "MtuBelowExpected:pf0")
+    });
+    let (_, _, tainted) = condition(&rt, &nodes, &a.name).unwrap();
+    assert!(!tainted, "tainted although --taint-degraded is off");
+    a.wait_for(
+        "the finding in the metrics",
+        Duration::from_secs(10),
+        || {
+            scrape()
+                .contains("spinel_health_finding{nic=\"pf0\",reason=\"MtuBelowExpected\"} 1")
+                .then_some(())
+        },
+    );
 }
