@@ -291,4 +291,32 @@ mod tests {
         assert!(AgentConfig::load(&no_name).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// The ConfigMap in deploy/agent/daemonset.yaml loads, and serves on the port its probes
+    /// use, reading the records where the CNI writes them by default.
+    #[test]
+    fn the_shipped_configuration_loads_and_matches_the_daemonset() {
+        let manifest = include_str!("../../deploy/agent/daemonset.yaml");
+        let config_map = manifest.split("\n---\n").next().unwrap();
+        let doc: serde_json::Value = serde_saphyr::from_str(config_map).unwrap();
+        let text = doc["data"]["agent.yaml"].as_str().unwrap();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), text).unwrap();
+        let flags = Flags::parse_from([
+            "spinel-agent",
+            "--config",
+            file.path().to_str().unwrap(),
+            "--node-name",
+            "gpu-node-01",
+        ]);
+        let c = AgentConfig::load(&flags).unwrap();
+        let address = c.duties.metrics.address.expect("metrics served");
+        assert_eq!(address.port(), 9479);
+        for probe in ["path: /healthz, port: 9479", "path: /readyz, port: 9479"] {
+            assert!(manifest.contains(probe), "{probe}");
+        }
+        assert_eq!(c.duties.garp.records_dir, PathBuf::from("/run/spinel/roce"));
+        assert!(!c.duties.health.taint, "shielding is opt-in");
+        assert!(c.duties.routing.enabled && !c.duties.routing.dry_run);
+    }
 }
