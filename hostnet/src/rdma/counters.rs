@@ -29,6 +29,11 @@ pub struct PortCounters {
     pub hw_counters: Vec<(String, u64)>,
 }
 
+/// The file in `hw_counters/` that is not a counter: how long (ms) the core caches the
+/// driver's values, numeric on every driver (rdma_rxe shows 12, mlx5 10), so it would read as
+/// a counter that never moves.
+const HW_COUNTERS_SETTING: &str = "lifespan";
+
 /// `"4: ACTIVE\n"` → 4.
 fn leading_number(text: &str) -> Option<u32> {
     text.split(':').next()?.trim().parse().ok()
@@ -71,7 +76,10 @@ impl RdmaSysfs {
                         .map(|t| t.trim().to_owned())
                         .filter(|n| !n.is_empty()),
                     counters: numeric_files(&dir.join("counters")),
-                    hw_counters: numeric_files(&dir.join("hw_counters")),
+                    hw_counters: numeric_files(&dir.join("hw_counters"))
+                        .into_iter()
+                        .filter(|(name, _)| name != HW_COUNTERS_SETTING)
+                        .collect(),
                     device: device.clone(),
                     port,
                 });
@@ -100,7 +108,9 @@ mod tests {
         fs::write(port.join("gid_attrs/ndevs/0"), "eth0\n").unwrap();
         fs::write(port.join("hw_counters/out_of_sequence"), "7\n").unwrap();
         fs::write(port.join("hw_counters/rcvd_pkts"), "1234\n").unwrap();
-        fs::write(port.join("hw_counters/lifespan"), "N/A\n").unwrap();
+        // As rdma_rxe shows it: a number, but a setting.
+        fs::write(port.join("hw_counters/lifespan"), "12\n").unwrap();
+        fs::write(port.join("hw_counters/not_now"), "N/A\n").unwrap();
         fs::create_dir(port.join("hw_counters/unreadable")).unwrap();
         fs::write(port.join("counters/port_xmit_data"), "99\n").unwrap();
         let got = RdmaSysfs::new(root.path()).port_counters().unwrap();
