@@ -252,6 +252,48 @@ fn main() -> anyhow::Result<()> {
     ensure!(gid_of(any) == again.gid);
 
     pods_in_shared_mode(&sysfs)?;
+    port_state_and_counters(&sysfs)?;
+    Ok(())
+}
+
+/// What the agent's metrics and health read from a real device: rxe0's port state follows its
+/// netdev's link, and its driver counters (`hw_counters/`) read as numbers. Last: it takes
+/// eth0 down.
+fn port_state_and_counters(sysfs: &RdmaSysfs) -> anyhow::Result<()> {
+    let rxe0 = |sysfs: &RdmaSysfs| -> anyhow::Result<hostnet::rdma::counters::PortCounters> {
+        sysfs
+            .port_counters()?
+            .into_iter()
+            .find(|p| p.device == "rxe0" && p.port == 1)
+            .context("rxe0 port 1 not listed")
+    };
+    let up = rxe0(sysfs)?;
+    ensure!(
+        up.state == Some(4) && up.link_layer.as_deref() == Some("Ethernet"),
+        "{up:?}"
+    );
+    ensure!(up.netdev.as_deref() == Some("eth0"), "{up:?}");
+    let names: Vec<&str> = up.hw_counters.iter().map(|(n, _)| n.as_str()).collect();
+    ensure!(
+        names.contains(&"sent_pkts")
+            && names.contains(&"rcvd_pkts")
+            && !names.contains(&"lifespan"),
+        "hw_counters: {names:?}"
+    );
+    println!(
+        "rxe0/1 up: state {:?}, hw_counters {:?}",
+        up.state, up.hw_counters
+    );
+    sh("ip link set eth0 down")?;
+    let (down, took) = poll(WAIT, TICK, || {
+        let p = rxe0(sysfs)?;
+        Ok((p.state == Some(1)).then_some(p))
+    })?;
+    println!(
+        "rxe0/1 after eth0 down: state {:?} within {took:?}",
+        down.state
+    );
+    ok("port state and counters of rxe0, as the agent reads them");
     Ok(())
 }
 
