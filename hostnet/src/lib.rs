@@ -10,6 +10,7 @@
 #[cfg(feature = "tokio")]
 pub mod async_packet;
 pub mod dcb;
+pub mod ethtool;
 pub mod netlink;
 pub mod netns;
 pub mod packet;
