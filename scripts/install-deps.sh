@@ -7,7 +7,7 @@
 set -euo pipefail
 want=(iproute2 iputils-ping containernetworking-plugins curl ca-certificates gcc libc6-dev)
 if [ "${1:-demo}" = test ]; then
-  want+=(procps lldpd strace qemu-system-x86 linux-image-amd64 busybox-static graphviz)
+  want+=(procps lldpd strace qemu-system-x86 linux-image-amd64 busybox-static graphviz ethtool)
   # SONiC YANG validation of rendered config_db.json (tests/peers/sonic-yang).
   want+=(libyang2-tools python3)
 fi

@@ -106,13 +106,17 @@ fn run(config: AgentConfig) -> anyhow::Result<()> {
         .build()
         .context("cannot start the runtime")?;
     let (rtnl, events) = hostnet::rtnl::open_in(&ns, runtime.handle())?;
+    // Pause counters are a metric, not a duty: without the socket the rest still runs.
+    let ethtool = hostnet::ethtool::EthtoolSocket::open_in(&ns)
+        .inspect_err(|e| tracing::warn!("no driver statistics (pause counters): {e}"))
+        .ok();
     let kernel = duties::Kernel {
         ns: Arc::new(ns),
         foreign,
         rtnl,
         events,
     };
-    runtime.block_on(serve(config, sysfs, host, found, sockets, kernel))
+    runtime.block_on(serve(config, sysfs, host, found, sockets, kernel, ethtool))
 }
 
 async fn client(config: &AgentConfig) -> anyhow::Result<kube::Client> {
@@ -134,6 +138,7 @@ async fn serve(
     found: Vec<RoceNic>,
     sockets: Vec<PacketSocket>,
     kernel: duties::Kernel,
+    ethtool: Option<hostnet::ethtool::EthtoolSocket>,
 ) -> anyhow::Result<()> {
     let terminated = termination()?;
     let client = client(&config).await?;
@@ -179,7 +184,7 @@ async fn serve(
         config.labels.clone(),
         republish,
     ));
-    let metrics = metrics::Metrics::new(config.sysfs_root.clone());
+    let metrics = metrics::Metrics::new(config.sysfs_root.clone(), ethtool);
     let running = duties::start(&config, kernel, client, Arc::clone(&tx), metrics.clone());
     let on_event = duties::counting_lldp(metrics, observe::on_lldp_event(&node, &tx));
     let result = ports.run(terminated, on_event).await;

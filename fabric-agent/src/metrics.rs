@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use hostnet::ethtool::{EthtoolSocket, pause_stat};
 use hostnet::rdma::counters::PortCounters as RdmaPort;
 use hostnet::rdma::gid::RdmaSysfs;
 use prometheus_client::collector::Collector;
@@ -172,10 +173,50 @@ impl Collector for LldpStats {
     }
 }
 
-/// The RoCE counters of every RDMA port, read from sysfs at scrape time.
+/// The RoCE counters of every RDMA port, read from sysfs at scrape time, and the per-priority
+/// PFC pause counters of the port's netdev from its driver's statistics, where it has them.
 #[derive(Debug)]
 struct RdmaCollector {
     sysfs: RdmaSysfs,
+    ethtool: Option<EthtoolSocket>,
+}
+
+/// A port's per-priority pause counter, labelled as rdma_exporter labels it.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PauseLabel {
+    device: String,
+    port: String,
+    netdev: String,
+    direction: String,
+    priority: String,
+}
+
+/// The pause counters among each port's netdev's driver statistics (`stats_of`), by metric
+/// name (`rdma_roce_pfc_pause_{frames,duration,transitions}`).
+fn pause_series(
+    ports: &[RdmaPort],
+    stats_of: impl Fn(&str) -> Vec<(String, u64)>,
+) -> BTreeMap<String, Vec<(PauseLabel, u64)>> {
+    let mut out: BTreeMap<String, Vec<(PauseLabel, u64)>> = BTreeMap::new();
+    for p in ports {
+        let Some(netdev) = &p.netdev else { continue };
+        for (name, value) in stats_of(netdev) {
+            let Some(stat) = pause_stat(&name) else {
+                continue;
+            };
+            let label = PauseLabel {
+                device: p.device.clone(),
+                port: p.port.to_string(),
+                netdev: netdev.clone(),
+                direction: stat.direction.to_owned(),
+                priority: stat.priority.to_string(),
+            };
+            out.entry(format!("rdma_roce_pfc_pause_{}", stat.kind))
+                .or_default()
+                .push((label, value));
+        }
+    }
+    out
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -270,13 +311,30 @@ impl Collector for RdmaCollector {
                 ConstCounter::new(*value).encode(family.encode_family(label)?)?;
             }
         }
+        let Some(ethtool) = &self.ethtool else {
+            return Ok(());
+        };
+        // A netdev that went away between the two reads has no statistics: nothing to show.
+        let pauses = pause_series(&ports, |netdev| ethtool.stats(netdev).unwrap_or_default());
+        for (name, values) in &pauses {
+            let mut family = encoder.encode_descriptor(
+                name,
+                "PFC pause counter per priority from the netdev's driver statistics (ethtool -S)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (label, value) in values {
+                ConstCounter::new(*value).encode(family.encode_family(label)?)?;
+            }
+        }
         Ok(())
     }
 }
 
 impl Metrics {
-    /// Registers everything; RDMA ports are read from the sysfs at `sysfs_root` at each scrape.
-    pub fn new(sysfs_root: PathBuf) -> Self {
+    /// Registers everything; RDMA ports are read from the sysfs at `sysfs_root` at each scrape,
+    /// their netdevs' pause counters through `ethtool` (a socket in the NICs' namespace).
+    pub fn new(sysfs_root: PathBuf, ethtool: Option<EthtoolSocket>) -> Self {
         let mut registry = Registry::default();
         let m = Self {
             carrier: Family::default(),
@@ -354,6 +412,7 @@ impl Metrics {
         r.register_collector(Box::new(m.lldp.clone()));
         r.register_collector(Box::new(RdmaCollector {
             sysfs: RdmaSysfs::new(sysfs_root),
+            ethtool,
         }));
         Self {
             registry: Arc::new(registry),
@@ -409,7 +468,7 @@ mod tests {
         fs::write(port.join("link_layer"), "Ethernet\n").unwrap();
         fs::write(port.join("hw_counters/np_cnp_sent"), "5\n").unwrap();
         fs::write(port.join("hw_counters/out_of_sequence"), "2\n").unwrap();
-        let m = Metrics::new(root.path().to_owned());
+        let m = Metrics::new(root.path().to_owned(), None);
         m.lldp().set_counters("ens1f0np0", LldpCounters::default());
         m.lldp().set_neighbors("ens1f0np0", 1);
         m.garp_frames
@@ -435,6 +494,54 @@ mod tests {
         assert!(
             m.encode()
                 .contains("rdma_np_cnp_sent_total{device=\"mlx5_0\",port=\"1\"} 6")
+        );
+    }
+
+    #[test]
+    fn pause_counters_are_picked_from_the_driver_statistics_per_port_netdev() {
+        let port = |device: &str, netdev: Option<&str>| RdmaPort {
+            device: device.into(),
+            port: 1,
+            state: Some(4),
+            phys_state: None,
+            link_layer: Some("Ethernet".into()),
+            netdev: netdev.map(str::to_owned),
+            counters: Vec::new(),
+            hw_counters: Vec::new(),
+        };
+        let ports = [port("mlx5_0", Some("ens1f0np0")), port("rxe0", None)];
+        let series = pause_series(&ports, |netdev| {
+            assert_eq!(netdev, "ens1f0np0", "only ports with a netdev are read");
+            vec![
+                ("rx_prio3_pause".into(), 10),
+                ("tx_prio3_pause_duration".into(), 250),
+                ("rx_prio3_pause_transition".into(), 4),
+                ("rx_bytes".into(), 999),
+            ]
+        });
+        let label = |direction: &str| PauseLabel {
+            device: "mlx5_0".into(),
+            port: "1".into(),
+            netdev: "ens1f0np0".into(),
+            direction: direction.into(),
+            priority: "3".into(),
+        };
+        assert_eq!(
+            series,
+            BTreeMap::from([
+                (
+                    "rdma_roce_pfc_pause_duration".to_owned(),
+                    vec![(label("tx"), 250)]
+                ),
+                (
+                    "rdma_roce_pfc_pause_frames".to_owned(),
+                    vec![(label("rx"), 10)]
+                ),
+                (
+                    "rdma_roce_pfc_pause_transitions".to_owned(),
+                    vec![(label("rx"), 4)]
+                ),
+            ])
         );
     }
 }

@@ -550,3 +550,45 @@ fn metrics_and_probes_are_served_and_follow_the_counters() {
         },
     );
 }
+
+/// The reader behind the pause-counter metrics gives what `ethtool -S` prints, from a socket
+/// opened in the node's namespace and read from this thread outside it (veth's statistics:
+/// veth has no pause counters, so the metric itself is absent here).
+#[test]
+fn driver_statistics_read_as_ethtool_prints_them() {
+    require_root();
+    spinel_netns_tests::require_tool("ethtool", "ethtool");
+    let sb = spinel_netns_tests::Sandbox::new("duty-ethtool");
+    sb.netns("n");
+    sb.run_in(
+        "n",
+        "ip",
+        &["link", "add", "a0", "type", "veth", "peer", "name", "b0"],
+    );
+    sb.run_in("n", "ip", &["link", "set", "a0", "up"]);
+    sb.run_in("n", "ip", &["link", "set", "b0", "up"]);
+    let ns = hostnet::netns::NetNs::open(sb.netns_path("n")).unwrap();
+    let socket = hostnet::ethtool::EthtoolSocket::open_in(&ns).unwrap();
+    let ours = socket.stats("a0").unwrap();
+    let printed = sb.run_in("n", "ethtool", &["-S", "a0"]);
+    let theirs: Vec<(String, u64)> = printed
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (name, value) = l.trim().rsplit_once(": ")?;
+            Some((name.to_owned(), value.parse().ok()?))
+        })
+        .collect();
+    assert!(
+        ours.iter().any(|(n, _)| n == "peer_ifindex"),
+        "veth's statistics: {ours:?}"
+    );
+    assert_eq!(ours, theirs, "{printed}");
+    // The socket answers for its namespace: a0 does not exist in this thread's own.
+    assert!(
+        hostnet::ethtool::EthtoolSocket::open_here()
+            .unwrap()
+            .stats("a0")
+            .is_err()
+    );
+}
