@@ -118,33 +118,7 @@ fn main() -> anyhow::Result<()> {
     println!("203.0.113.1 on mv0: index {}", mv.index);
     ok("macvlan upper: GID on rxe0 with ndev mv0");
 
-    sh("ip addr add 10.9.0.1/24 dev d0")?;
-    let dummy = sysfs.resolve_wait(&query(None, "d0", "10.9.0.1")?, WAIT, TICK)?;
-    ensure!(
-        dummy.port
-            == RdmaPortRef {
-                device: "rxe1".into(),
-                port: 1
-            },
-        "{dummy:?}"
-    );
-    ok("rxe on a dummy netdev, found without naming the device");
-
-    let on = |n: &str| sysfs.ports_of_netdev(n);
-    let rxe0_1 = vec![RdmaPortRef {
-        device: "rxe0".into(),
-        port: 1,
-    }];
-    ensure!(on("eth0")? == rxe0_1 && on("eth0.100")? == rxe0_1 && on("mv0")? == rxe0_1);
-    ensure!(
-        on("d0")?
-            == [RdmaPortRef {
-                device: "rxe1".into(),
-                port: 1
-            }]
-    );
-    ensure!(on("eth1")?.is_empty());
-    ok("RDMA ports of a netdev by scanning ndevs");
+    dummy_and_ports_of_netdevs(&sysfs)?;
 
     // Removing an address frees its indices and leaves a hole below later entries.
     let before: Vec<u32> = sysfs
@@ -186,17 +160,7 @@ fn main() -> anyhow::Result<()> {
     );
     ok("re-added address resolves again");
 
-    let never = query(Some("rxe0"), "eth0", "192.0.2.77")?;
-    let Err(err) = sysfs.resolve_wait(
-        &never,
-        Duration::from_millis(200),
-        Duration::from_millis(20),
-    ) else {
-        bail!("sysfs.resolve_wait unexpectedly succeeded");
-    };
-    ensure!(err.is_retryable(), "{err}");
-    println!("not-yet-populated error: {err}");
-    ok("bounded wait ends in a retryable error");
+    bounded_wait(&sysfs)?;
 
     let any: IpAddr = "192.0.2.1".parse()?;
     ensure!(gid_of(any) == again.gid);
@@ -341,6 +305,55 @@ fn fill_and_removal(sysfs: &RdmaSysfs, q4: &GidQuery) -> anyhow::Result<()> {
     print_measure("gid-fill-one-slot-ms", &single);
     print_measure("gid-removal-after-addr-del-ms", &gone);
     ok("IPv4 GID appears after ip addr add and disappears after ip addr del");
+    Ok(())
+}
+
+/// rxe1 on a dummy netdev is found from the netdev alone, and every netdev maps to its RDMA
+/// ports by scanning the ndevs (uppers included).
+fn dummy_and_ports_of_netdevs(sysfs: &RdmaSysfs) -> anyhow::Result<()> {
+    sh("ip addr add 10.9.0.1/24 dev d0")?;
+    let dummy = sysfs.resolve_wait(&query(None, "d0", "10.9.0.1")?, WAIT, TICK)?;
+    ensure!(
+        dummy.port
+            == RdmaPortRef {
+                device: "rxe1".into(),
+                port: 1
+            },
+        "{dummy:?}"
+    );
+    ok("rxe on a dummy netdev, found without naming the device");
+
+    let on = |n: &str| sysfs.ports_of_netdev(n);
+    let rxe0_1 = vec![RdmaPortRef {
+        device: "rxe0".into(),
+        port: 1,
+    }];
+    ensure!(on("eth0")? == rxe0_1 && on("eth0.100")? == rxe0_1 && on("mv0")? == rxe0_1);
+    ensure!(
+        on("d0")?
+            == [RdmaPortRef {
+                device: "rxe1".into(),
+                port: 1
+            }]
+    );
+    ensure!(on("eth1")?.is_empty());
+    ok("RDMA ports of a netdev by scanning ndevs");
+    Ok(())
+}
+
+/// An address that never gets a GID ends a bounded wait in a retryable error.
+fn bounded_wait(sysfs: &RdmaSysfs) -> anyhow::Result<()> {
+    let never = query(Some("rxe0"), "eth0", "192.0.2.77")?;
+    let Err(err) = sysfs.resolve_wait(
+        &never,
+        Duration::from_millis(200),
+        Duration::from_millis(20),
+    ) else {
+        bail!("sysfs.resolve_wait unexpectedly succeeded");
+    };
+    ensure!(err.is_retryable(), "{err}");
+    println!("not-yet-populated error: {err}");
+    ok("bounded wait ends in a retryable error");
     Ok(())
 }
 
