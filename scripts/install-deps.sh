@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Installs what Spinel's demo ("demo") or test suite ("test") needs, skipping what is already
-# there, so the README's quick start works on a fresh Debian 12 machine: Debian packages, and
-# Rust (rustup into ~/.cargo) when no rustc of the workspace's minimum version is found.
+# Installs what Spinel's demo ("demo"), test suite ("test") or agent benchmark ("bench")
+# needs, skipping what is already there, so the README's quick start works on a fresh Debian 12
+# machine: Debian packages, and Rust (rustup into ~/.cargo) when no rustc of the workspace's
+# minimum version is found.
 # Callers put ~/.cargo/bin on their PATH themselves (a child cannot change its parent's).
 set -euo pipefail
 want=(iproute2 iputils-ping containernetworking-plugins curl ca-certificates gcc libc6-dev)
 if [ "${1:-demo}" = test ]; then
-  want+=(procps lldpd strace qemu-system-x86 linux-image-amd64 busybox-static graphviz)
+  want+=(procps lldpd strace qemu-system-x86 linux-image-amd64 busybox-static graphviz ethtool)
   # SONiC YANG validation of rendered config_db.json (tests/peers/sonic-yang).
   want+=(libyang2-tools python3)
   # kubernetes-validate (PyPI) for the manifests, in a virtual environment.
   want+=(python3-venv)
+fi
+if [ "${1:-demo}" = bench ]; then
+  # The agent duties' baselines (scripts/bench-agent.sh): arping for the GARP script,
+  # node_exporter as the counters exporter.
+  want+=(procps iputils-arping prometheus-node-exporter)
 fi
 missing=()
 for p in "${want[@]}"; do
@@ -23,6 +29,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # lldpd's package starts a daemon on every interface; tests run their own instances.
 if systemctl is-active --quiet lldpd 2>/dev/null; then systemctl stop lldpd; systemctl disable --quiet lldpd || true; fi
+# Likewise node_exporter's package starts one on :9100; the benchmark runs its own.
+if systemctl is-active --quiet prometheus-node-exporter 2>/dev/null; then
+  systemctl stop prometheus-node-exporter; systemctl disable --quiet prometheus-node-exporter || true
+fi
 
 # Rust: the workspace's rust-version or newer, with rustfmt and clippy. Debian 12's own cargo
 # (1.63) is too old for edition 2024, so a rustc on PATH is checked, not just found.

@@ -130,6 +130,10 @@ pub struct CablingFinding {
     pub severity: String,
     /// The finding's kind (`swapped_rail`, `missing_rail`, ...).
     pub kind: String,
+    /// The node's NIC it is about, when it is about one (the agent's health check turns a
+    /// NIC on the wrong leaf group into a finding for that NIC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<String>,
     /// What is wrong and which cable or port to fix.
     pub message: String,
 }

@@ -8,7 +8,7 @@ use hostnet::netns::NetNs;
 use hostnet::rdma::gid::GidError;
 use hostnet::rdma::{NetnsMode, RdmaError, RdmaSocket};
 use serde_json::{Value, json};
-use spinel_node::roce::{self as records, RoceInfo};
+use spinel_node::roce::{self as records, Record, RoceInfo};
 
 use crate::config::{NetnsRequirement, Rdma};
 use crate::journal::AttachmentKey;
@@ -114,10 +114,11 @@ pub fn gid_error(e: GidError) -> CniError {
     CniError::caused(code, "cannot find the RoCE v2 GID of the pod's address", &e)
 }
 
-/// Writes the attachment's RoCE details where workloads (and `spinelctl nccl-env`) read them.
-pub fn publish(dir: &Path, key: &AttachmentKey, info: &RoceInfo) -> Result<(), CniError> {
-    records::publish(dir, &key.container_id, &key.ifname, info)
-        .map_err(|e| CniError::caused(ErrorCode::Io, "cannot publish the RoCE details", &e))
+/// Writes the attachment's record where workloads (and `spinelctl nccl-env`) read its RoCE
+/// details and the fabric agent finds the pod to re-announce.
+pub fn publish(dir: &Path, key: &AttachmentKey, record: &Record) -> Result<(), CniError> {
+    records::publish(dir, &key.container_id, &key.ifname, record)
+        .map_err(|e| CniError::caused(ErrorCode::Io, "cannot publish the attachment's record", &e))
 }
 
 /// Removes the attachment's published files.

@@ -10,6 +10,10 @@ use spinel_api::labels::{KeyMode, LabelOptions};
 use spinel_node::nics::NicSelection;
 use spinel_wire::lldp::TxTiming;
 
+use crate::settings::{
+    Duties, DutiesFile, DutyFlags, GarpFile, HealthFile, MetricsFile, RoutingFile,
+};
+
 /// Command-line flags.
 #[derive(clap::Parser, Debug)]
 #[command(name = "spinel-agent", version, about = "Spinel's node agent")]
@@ -46,6 +50,15 @@ pub struct Flags {
     /// Log format.
     #[arg(long, value_enum, default_value = "json")]
     pub log_format: LogFormat,
+    /// Print the iproute2 equivalent of each host routing change instead of making it.
+    #[arg(long)]
+    pub dry_run_routes: bool,
+    /// Serve /metrics, /healthz and /readyz here (HOST:PORT, or `off`).
+    #[arg(long)]
+    pub metrics_address: Option<String>,
+    /// Taint the node fabric.spinel.dev/degraded:NoSchedule while its RoCE fabric is unhealthy.
+    #[arg(long)]
+    pub taint_degraded: bool,
     /// Log filter (tracing's syntax, e.g. `info` or `spinel_agent=debug`).
     #[arg(long, env = "SPINEL_AGENT_LOG", default_value = "info")]
     pub log: String,
@@ -71,6 +84,10 @@ struct FileConfig {
     lldp: LldpFile,
     report_debounce_ms: Option<u64>,
     resync_seconds: Option<u64>,
+    routing: RoutingFile,
+    garp: GarpFile,
+    health: HealthFile,
+    metrics: MetricsFile,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -106,6 +123,8 @@ pub struct AgentConfig {
     /// The report is applied again at least this often, even unchanged (it may have been
     /// deleted or edited by hand).
     pub resync: Duration,
+    /// The node duties: host routing, announcements, health, metrics.
+    pub duties: Duties,
 }
 
 /// Parses `--nics`.
@@ -189,6 +208,17 @@ impl AgentConfig {
         if let Some(t) = &transmit {
             t.validate().context("lldp: invalid timers")?;
         }
+        let duties = DutiesFile {
+            routing: file.routing,
+            garp: file.garp,
+            health: file.health,
+            metrics: file.metrics,
+        }
+        .resolve(&DutyFlags {
+            dry_run_routes: flags.dry_run_routes,
+            metrics_address: flags.metrics_address.clone(),
+            taint: flags.taint_degraded,
+        })?;
         Ok(Self {
             node_name,
             kubeconfig: flags.kubeconfig.clone(),
@@ -204,6 +234,7 @@ impl AgentConfig {
             max_neighbors: file.lldp.max_neighbors.unwrap_or(32).clamp(1, 1024),
             debounce: Duration::from_millis(file.report_debounce_ms.unwrap_or(500).min(60_000)),
             resync: Duration::from_secs(file.resync_seconds.unwrap_or(600).clamp(10, 86_400)),
+            duties,
         })
     }
 }
@@ -259,5 +290,33 @@ mod tests {
         let no_name = Flags::parse_from(["spinel-agent", "--node-name", "Bad_Name"]);
         assert!(AgentConfig::load(&no_name).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The ConfigMap in deploy/agent/daemonset.yaml loads, and serves on the port its probes
+    /// use, reading the records where the CNI writes them by default.
+    #[test]
+    fn the_shipped_configuration_loads_and_matches_the_daemonset() {
+        let manifest = include_str!("../../deploy/agent/daemonset.yaml");
+        let config_map = manifest.split("\n---\n").next().unwrap();
+        let doc: serde_json::Value = serde_saphyr::from_str(config_map).unwrap();
+        let text = doc["data"]["agent.yaml"].as_str().unwrap();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), text).unwrap();
+        let flags = Flags::parse_from([
+            "spinel-agent",
+            "--config",
+            file.path().to_str().unwrap(),
+            "--node-name",
+            "gpu-node-01",
+        ]);
+        let c = AgentConfig::load(&flags).unwrap();
+        let address = c.duties.metrics.address.expect("metrics served");
+        assert_eq!(address.port(), 9479);
+        for probe in ["path: /healthz, port: 9479", "path: /readyz, port: 9479"] {
+            assert!(manifest.contains(probe), "{probe}");
+        }
+        assert_eq!(c.duties.garp.records_dir, PathBuf::from("/run/spinel/roce"));
+        assert!(!c.duties.health.taint, "shielding is opt-in");
+        assert!(c.duties.routing.enabled && !c.duties.routing.dry_run);
     }
 }

@@ -2,15 +2,28 @@
 //!
 //! It finds the node's RoCE NICs, listens (and optionally advertises) LLDP on them, publishes
 //! what it sees as the node's `NodeFabric` report, and applies the labels the fabric
-//! controller computed back to its own Node. Kernel state is read from ordinary threads; the
-//! async runtime only waits on sockets and the API server. SIGTERM stops it cleanly (sending
-//! the shutdown LLDPDU when advertising); labels stay where they are.
+//! controller computed back to its own Node. Its node duties (see `duties`): host policy
+//! routing kept right, announcements after carrier up, RoCE health as a condition and taint,
+//! Prometheus metrics and probes. Kernel state is read from ordinary threads; the async
+//! runtime only waits on sockets and the API server. SIGTERM stops it cleanly (sending the
+//! shutdown LLDPDU when advertising); labels, routes and rules stay where they are.
 
 mod config;
+mod duties;
+mod garp;
+mod health;
+mod http;
+mod kernel_events;
 mod labeler;
+mod metrics;
+mod node_status;
 mod observe;
 mod publisher;
+mod readings;
 mod report;
+mod routes;
+mod settings;
+mod shield;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -73,6 +86,7 @@ fn run(config: AgentConfig) -> anyhow::Result<()> {
         Some(path) => NetNs::open(path).with_context(|| format!("--netns {}", path.display()))?,
         None => NetNs::current().context("cannot open the agent's network namespace")?,
     };
+    let foreign = config.netns.is_some();
     let sysfs = Sysfs::new(&config.sysfs_root);
     let mut host = RouteSocket::open_in(&ns).context("cannot open a netlink socket")?;
     let (found, refused) =
@@ -91,7 +105,18 @@ fn run(config: AgentConfig) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
-    runtime.block_on(serve(config, sysfs, host, found, sockets))
+    let (rtnl, events) = hostnet::rtnl::open_in(&ns, runtime.handle())?;
+    // Pause counters are a metric, not a duty: without the socket the rest still runs.
+    let ethtool = hostnet::ethtool::EthtoolSocket::open_in(&ns)
+        .inspect_err(|e| tracing::warn!("no driver statistics (pause counters): {e}"))
+        .ok();
+    let kernel = duties::Kernel {
+        ns: Arc::new(ns),
+        foreign,
+        rtnl,
+        events,
+    };
+    runtime.block_on(serve(config, sysfs, host, found, sockets, kernel, ethtool))
 }
 
 async fn client(config: &AgentConfig) -> anyhow::Result<kube::Client> {
@@ -112,6 +137,8 @@ async fn serve(
     host: RouteSocket,
     found: Vec<RoceNic>,
     sockets: Vec<PacketSocket>,
+    kernel: duties::Kernel,
+    ethtool: Option<hostnet::ethtool::EthtoolSocket>,
 ) -> anyhow::Result<()> {
     let terminated = termination()?;
     let client = client(&config).await?;
@@ -152,16 +179,18 @@ async fn serve(
     ));
     let labeler = tokio::spawn(labeler::run(
         fabrics,
-        Api::<Node>::all(client),
+        Api::<Node>::all(client.clone()),
         node.clone(),
         config.labels.clone(),
         republish,
     ));
-    let result = ports
-        .run(terminated, observe::on_lldp_event(&node, &tx))
-        .await;
-    tracing::info!("stopping");
+    let metrics = metrics::Metrics::new(config.sysfs_root.clone(), ethtool);
+    let running = duties::start(&config, kernel, client, Arc::clone(&tx), metrics.clone());
+    let on_event = duties::counting_lldp(metrics, observe::on_lldp_event(&node, &tx));
+    let result = ports.run(terminated, on_event).await;
+    tracing::info!("stopping; host routes, rules and labels stay in place");
     stop.store(true, Ordering::Relaxed);
+    running.stop();
     publisher.abort();
     labeler.abort();
     let _ = nic_watch.join();

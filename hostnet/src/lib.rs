@@ -10,9 +10,12 @@
 #[cfg(feature = "tokio")]
 pub mod async_packet;
 pub mod dcb;
+pub mod ethtool;
 pub mod netlink;
 pub mod netns;
 pub mod packet;
 pub mod rdma;
+#[cfg(feature = "rtnl")]
+pub mod rtnl;
 pub mod sriov;
 pub mod sysctl;

@@ -1,5 +1,6 @@
 //! RoCE facts of an interface: its RDMA device, port and RoCE v2 GID index, the NCCL settings
-//! that follow from them, and the per-attachment records the CNI publishes on the host.
+//! that follow from them, and the per-attachment records the CNI publishes on the host (see
+//! [`Record`]: what workloads read, and what the fabric agent needs to re-announce a pod).
 
 use std::fs;
 use std::net::IpAddr;
@@ -10,6 +11,8 @@ use std::time::Duration;
 use hostnet::rdma::NetnsMode;
 use hostnet::rdma::gid::{GidError, GidMatch, GidQuery, RdmaSysfs};
 use serde::{Deserialize, Serialize};
+
+pub use crate::record::{Found, PodAttachment, Record, read_records};
 
 /// What workloads need to use one RoCE interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -194,12 +197,15 @@ pub fn record_paths(
     ))
 }
 
-/// Writes an attachment's RoCE details where workloads (and `spinelctl nccl-env`) read them.
+/// Writes an attachment's record where workloads (and `spinelctl nccl-env`) read its RoCE
+/// details and the fabric agent finds the pod to re-announce; the `.env` file only when the
+/// attachment has RoCE details. The JSON is written to a temporary file and renamed, so a
+/// reader never sees half a record.
 pub fn publish(
     dir: &Path,
     container_id: &str,
     ifname: &str,
-    info: &RoceInfo,
+    record: &Record,
 ) -> Result<(), RecordError> {
     let (json_path, env_path) = record_paths(dir, container_id, ifname)?;
     let fail = |path: &Path| {
@@ -213,9 +219,15 @@ pub fn publish(
             .create(parent)
             .map_err(fail(parent))?;
     }
-    let json =
-        serde_json::to_vec_pretty(info).map_err(|e| fail(&json_path)(std::io::Error::other(e)))?;
-    fs::write(&json_path, json).map_err(fail(&json_path))?;
+    let json = serde_json::to_vec_pretty(record)
+        .map_err(|e| fail(&json_path)(std::io::Error::other(e)))?;
+    let temporary = json_path.with_extension("json.tmp");
+    fs::write(&temporary, json).map_err(fail(&temporary))?;
+    fs::rename(&temporary, &json_path).map_err(fail(&json_path))?;
+    let Some(info) = &record.roce else {
+        let _ = fs::remove_file(&env_path);
+        return Ok(());
+    };
     let env: String = info
         .nccl_env()
         .into_iter()
@@ -280,7 +292,11 @@ mod tests {
         assert_eq!(env[0], ("NCCL_IB_HCA".into(), "=mlx5_1:1".into()));
         assert_eq!(env[1], ("NCCL_IB_GID_INDEX".into(), "3".into()));
         let dir = tempfile::tempdir().unwrap();
-        publish(dir.path(), "c1", "net1", &info).unwrap();
+        let record = Record {
+            roce: Some(info.clone()),
+            attachment: None,
+        };
+        publish(dir.path(), "c1", "net1", &record).unwrap();
         let text = fs::read_to_string(dir.path().join("c1/net1.env")).unwrap();
         assert!(text.contains("NCCL_IB_GID_INDEX=3\n"), "{text}");
         let json = fs::read_to_string(dir.path().join("c1/net1.json")).unwrap();

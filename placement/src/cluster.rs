@@ -619,14 +619,12 @@ mod tests {
         // The scheduler lists Nodes before the fabric agents label them, then sees the labels
         // arrive one node at a time.
         let names = ["n1", "n2", "n3", "n4"];
-        let mut c = Cluster::from_nodes(
-            ClusterOptions::default(),
-            names.iter().map(|n| {
-                let mut s = spec(n, "", "", 2);
-                s.labels.clear();
-                s
-            }),
-        );
+        let mut c = Cluster::new(ClusterOptions::default());
+        for n in names {
+            let mut s = spec(n, "", "", 2);
+            s.labels.clear();
+            c.upsert(s);
+        }
         // The first reports give partial answers (a node alone, a tier missing) before the
         // whole fabric is known.
         let mut partial = spec("n1", "l1", "", 2);

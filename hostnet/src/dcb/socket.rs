@@ -122,6 +122,18 @@ impl IeeeState {
         s
     }
 
+    /// Reads the state out of the payload of an IEEE_GET reply (`struct dcbmsg` and the
+    /// attributes: what follows the netlink header), as recorded from a driver. The fabric
+    /// agent's tests replay such recordings for veth, which has no DCB operations.
+    pub fn from_reply_payload(payload: &[u8]) -> Result<Self, String> {
+        use netlink_packet_core::{NetlinkDeserializable, NetlinkHeader};
+        let mut header = NetlinkHeader::default();
+        header.message_type = super::attr::RTM_GETDCB;
+        DcbMessage::deserialize(&header, payload)
+            .map(|m| Self::from_message(&m))
+            .map_err(|e| format!("not a dcbnl IEEE_GET reply: {e}"))
+    }
+
     /// The APP table's DSCP → priority entries, sorted.
     pub fn dscp_priorities(&self) -> Vec<(u8, u8)> {
         let mut v: Vec<(u8, u8)> = self

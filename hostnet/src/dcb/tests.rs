@@ -291,3 +291,14 @@ fn a_trust_table_round_trips() {
         Some(vec![APP_SEL_DSCP, APP_SEL_PCP])
     );
 }
+
+#[test]
+fn a_recorded_reply_payload_decodes_as_the_kernel_reply_does() {
+    let attrs = fixture("pfc-set").fake_reply.unwrap();
+    let mut payload = vec![0, DCB_CMD_IEEE_GET, 0, 0];
+    payload.extend(attrs);
+    let state = IeeeState::from_reply_payload(&payload).unwrap();
+    assert_eq!(state, fake_reply("pfc-set"));
+    assert!(state.pfc.is_some());
+    assert!(IeeeState::from_reply_payload(&[0, 1]).is_err());
+}

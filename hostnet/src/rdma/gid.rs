@@ -232,6 +232,14 @@ impl RdmaSysfs {
         Ok(names)
     }
 
+    /// The sysfs directory of `device`'s port `port`.
+    pub(crate) fn port_dir(&self, device: &str, port: u32) -> Result<PathBuf, GidError> {
+        Ok(self
+            .device_dir(device)?
+            .join("ports")
+            .join(port.to_string()))
+    }
+
     /// The port numbers of `device`.
     pub fn ports(&self, device: &str) -> Result<Vec<u32>, GidError> {
         let dir = self.device_dir(device)?.join("ports");

@@ -9,6 +9,7 @@
 //! in the kernel tier: `tests/kernel/capture-rdma-fixtures.sh`).
 
 mod attr;
+pub mod counters;
 pub mod gid;
 mod message;
 mod socket;

@@ -44,6 +44,7 @@ fn gid_table_and_resolver_against_rdma_rxe() {
         "ok re-added address resolves again",
         "ok bounded wait ends in a retryable error",
         "ok shared mode: pods' same-named interfaces told apart by address, inside and outside",
+        "ok port state and counters of rxe0, as the agent reads them",
     ] {
         assert!(out.contains(step), "missing {step:?}");
     }

@@ -8,6 +8,7 @@
 // A test harness fails loudly: panicking on setup errors is its contract.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+pub mod agent;
 pub mod cluster;
 pub mod cni;
 pub mod fabric;

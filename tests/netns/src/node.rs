@@ -62,6 +62,8 @@ pub struct SimNode {
     devinfo_dir: PathBuf,
     /// Where spinel records VF attribute requests (no kernel here implements them).
     pub vf_requests: PathBuf,
+    /// Where spinel publishes each attachment's record (the node setting `roceInfoDir`).
+    pub records_dir: PathBuf,
     settings: PathBuf,
 }
 
@@ -118,6 +120,7 @@ impl SimNode {
         let ipam_dir = sb.dir().join("ipam");
         let devinfo_dir = sb.dir().join("devinfo");
         let vf_requests = sb.dir().join("vf-requests");
+        let records_dir = sb.dir().join("roce");
         let cni_path = sb.dir().join("bin");
         fs::create_dir_all(&cni_path).unwrap();
         fs::create_dir_all(devinfo_dir.join("cni")).unwrap();
@@ -139,6 +142,7 @@ impl SimNode {
                 "lockTimeoutMs": 20000,
                 "logLevel": "info",
                 "recordVfRequestsTo": vf_requests,
+                "roceInfoDir": records_dir,
             })
             .to_string(),
         )
@@ -153,6 +157,7 @@ impl SimNode {
             cni_path,
             devinfo_dir,
             vf_requests,
+            records_dir,
             settings,
         }
     }

@@ -7,13 +7,13 @@ use std::time::Duration;
 use hostnet::netlink::{Link, RouteSocket};
 use hostnet::netns::NetNs;
 use hostnet::rdma::NetnsMode;
-use spinel_node::roce::{RoceInfo, resolve_gid};
+use spinel_node::roce::{PodAttachment, Record, RoceInfo, resolve_gid};
 
 use crate::announce::{self, Announcer};
 use crate::attachment::Plan;
 use crate::config::{Config, GidPolicy};
 use crate::ipam::Pending;
-use crate::journal::AttachmentRecord;
+use crate::journal::{AttachmentRecord, DeviceRecord};
 use crate::node::Node;
 use crate::spec::result::{CniResult, Interface};
 use crate::spec::{CniError, ErrorCode};
@@ -61,10 +61,23 @@ pub fn finish(
         }
         address(pod, link, plan, record, &assigned)?;
         tracing::debug!("addressed");
-        if let Some(info) = roce_details(node, plan, record, &assigned)?
+        let info = roce_details(node, plan, record, &assigned)?;
+        if let Some(info) = &info
             && let Some(iface) = result.interfaces.get_mut(index)
         {
-            iface.extra.insert("roce".into(), roce::result_value(&info));
+            iface.extra.insert("roce".into(), roce::result_value(info));
+        }
+        let published = Record {
+            roce: info,
+            attachment: attachment(plan, record, link, &assigned),
+        };
+        let dir = &node.settings.roce_info_dir;
+        match roce::publish(dir, &record.key, &published) {
+            Err(e) if published.roce.is_some() => return Err(e),
+            // Without RoCE details only the agent's re-announcements miss it (a container ID
+            // longer than a file name can be, an unwritable directory): not worth a failed ADD.
+            Err(e) => tracing::warn!("{e}; the fabric agent will not re-announce this pod"),
+            Ok(()) => {}
         }
         result.ips.extend(assigned.ips);
         result.routes.extend(assigned.routes);
@@ -125,8 +138,8 @@ fn address(
     Ok(())
 }
 
-/// The RoCE v2 GID of the pod's address (IPv4 first), published; `None` when there is no RDMA
-/// device, the policy is off, or an optional GID did not appear.
+/// The RoCE v2 GID of the pod's address (IPv4 first); `None` when there is no RDMA device, the
+/// policy is off, or an optional GID did not appear.
 fn roce_details(
     node: &Node,
     plan: &Plan<'_>,
@@ -156,16 +169,37 @@ fn roce_details(
         addr,
         plan.config,
     ) {
-        Ok(info) => {
-            roce::publish(&node.settings.roce_info_dir, &record.key, &info)?;
-            Ok(Some(info))
-        }
+        Ok(info) => Ok(Some(info)),
         Err(e) if rdma.gid == GidPolicy::Required => Err(e),
         Err(e) => {
             tracing::warn!("{e}");
             Ok(None)
         }
     }
+}
+
+/// Where the attachment is, for the fabric agent's re-announcements after a leaf lost its
+/// entries; `None` without a MAC or an address.
+fn attachment(
+    plan: &Plan<'_>,
+    record: &AttachmentRecord,
+    link: &Link,
+    assigned: &CniResult,
+) -> Option<PodAttachment> {
+    let (pf, vf_pci) = match &record.device {
+        DeviceRecord::Vf(vf) => (vf.pf.clone(), Some(vf.pci.to_string())),
+        DeviceRecord::Macvlan(m) => (m.master.clone(), None),
+    };
+    Some(PodAttachment {
+        netns: plan.inv.netns.clone()?,
+        netns_id: plan.pod_id,
+        ifname: link.name.clone(),
+        mac: link.mac?,
+        addresses: assigned.ips.iter().map(|ip| ip.address).collect(),
+        pf,
+        vf_pci,
+    })
+    .filter(|a| !a.addresses.is_empty())
 }
 
 /// What to announce for this attachment, unless announcing is off or there is nothing to say.

@@ -60,58 +60,8 @@ fn main() -> anyhow::Result<()> {
     println!("fresh rxe0 table: {entries:?}");
     ok("fresh table: link-local RoCE v2 on eth0");
 
-    // The asynchronous fill: time from `ip addr add` returning to the GID being readable.
-    let mut fill = Vec::new();
-    let mut gone = Vec::new();
     let q4 = query(Some("rxe0"), "eth0", "192.0.2.1")?;
-    for _ in 0..5 {
-        sh("ip addr add 192.0.2.1/24 dev eth0")?;
-        let start = Instant::now();
-        let found = sysfs.resolve_wait(&q4, WAIT, TICK)?;
-        fill.push(start.elapsed());
-        ensure!(
-            found.gid == gid_of(q4.addr) && found.port.port == 1,
-            "{found:?}"
-        );
-        sh("ip addr del 192.0.2.1/24 dev eth0")?;
-        let start = Instant::now();
-        poll(WAIT, TICK, || {
-            Ok(sysfs.resolve(&q4)?.is_none().then_some(()))
-        })?;
-        gone.push(start.elapsed());
-    }
-    // One pass over the table bounds the resolution of the two measures above.
-    let mut pass = Vec::new();
-    for _ in 0..5 {
-        let start = Instant::now();
-        sysfs.gid_entries("rxe0", 1)?;
-        pass.push(start.elapsed());
-    }
-    let slots = std::fs::read_dir("/sys/class/infiniband/rxe0/ports/1/gids")?.count();
-    println!("rxe0 port 1 has {slots} GID slots");
-    print_measure("gid-table-read-ms", &pass);
-    print_measure("gid-fill-after-addr-add-ms", &fill);
-    // The resolver's pass over 1024 slots takes most of that under TCG; watch the one slot the
-    // address lands in (index 1, the lowest free one, as the loop above showed) for the
-    // kernel's own delay.
-    let slot = "/sys/class/infiniband/rxe0/ports/1/gids/1";
-    let want = "0000:0000:0000:0000:0000:ffff:c000:0201";
-    let mut single = Vec::new();
-    for _ in 0..5 {
-        sh("ip addr add 192.0.2.1/24 dev eth0")?;
-        let start = Instant::now();
-        poll(WAIT, Duration::from_micros(200), || {
-            Ok((std::fs::read_to_string(slot)?.trim() == want).then_some(()))
-        })?;
-        single.push(start.elapsed());
-        sh("ip addr del 192.0.2.1/24 dev eth0")?;
-        poll(WAIT, TICK, || {
-            Ok(sysfs.resolve(&q4)?.is_none().then_some(()))
-        })?;
-    }
-    print_measure("gid-fill-one-slot-ms", &single);
-    print_measure("gid-removal-after-addr-del-ms", &gone);
-    ok("IPv4 GID appears after ip addr add and disappears after ip addr del");
+    fill_and_removal(&sysfs, &q4)?;
 
     sh("ip addr add 192.0.2.1/24 dev eth0")?;
     let v4 = sysfs.resolve_wait(&q4, WAIT, TICK)?;
@@ -168,33 +118,7 @@ fn main() -> anyhow::Result<()> {
     println!("203.0.113.1 on mv0: index {}", mv.index);
     ok("macvlan upper: GID on rxe0 with ndev mv0");
 
-    sh("ip addr add 10.9.0.1/24 dev d0")?;
-    let dummy = sysfs.resolve_wait(&query(None, "d0", "10.9.0.1")?, WAIT, TICK)?;
-    ensure!(
-        dummy.port
-            == RdmaPortRef {
-                device: "rxe1".into(),
-                port: 1
-            },
-        "{dummy:?}"
-    );
-    ok("rxe on a dummy netdev, found without naming the device");
-
-    let on = |n: &str| sysfs.ports_of_netdev(n);
-    let rxe0_1 = vec![RdmaPortRef {
-        device: "rxe0".into(),
-        port: 1,
-    }];
-    ensure!(on("eth0")? == rxe0_1 && on("eth0.100")? == rxe0_1 && on("mv0")? == rxe0_1);
-    ensure!(
-        on("d0")?
-            == [RdmaPortRef {
-                device: "rxe1".into(),
-                port: 1
-            }]
-    );
-    ensure!(on("eth1")?.is_empty());
-    ok("RDMA ports of a netdev by scanning ndevs");
+    dummy_and_ports_of_netdevs(&sysfs)?;
 
     // Removing an address frees its indices and leaves a hole below later entries.
     let before: Vec<u32> = sysfs
@@ -236,22 +160,54 @@ fn main() -> anyhow::Result<()> {
     );
     ok("re-added address resolves again");
 
-    let never = query(Some("rxe0"), "eth0", "192.0.2.77")?;
-    let Err(err) = sysfs.resolve_wait(
-        &never,
-        Duration::from_millis(200),
-        Duration::from_millis(20),
-    ) else {
-        bail!("sysfs.resolve_wait unexpectedly succeeded");
-    };
-    ensure!(err.is_retryable(), "{err}");
-    println!("not-yet-populated error: {err}");
-    ok("bounded wait ends in a retryable error");
+    bounded_wait(&sysfs)?;
 
     let any: IpAddr = "192.0.2.1".parse()?;
     ensure!(gid_of(any) == again.gid);
 
     pods_in_shared_mode(&sysfs)?;
+    port_state_and_counters(&sysfs)?;
+    Ok(())
+}
+
+/// What the agent's metrics and health read from a real device: rxe0's port state follows its
+/// netdev's link, and its driver counters (`hw_counters/`) read as numbers. Last: it takes
+/// eth0 down.
+fn port_state_and_counters(sysfs: &RdmaSysfs) -> anyhow::Result<()> {
+    let rxe0 = |sysfs: &RdmaSysfs| -> anyhow::Result<hostnet::rdma::counters::PortCounters> {
+        sysfs
+            .port_counters()?
+            .into_iter()
+            .find(|p| p.device == "rxe0" && p.port == 1)
+            .context("rxe0 port 1 not listed")
+    };
+    let up = rxe0(sysfs)?;
+    ensure!(
+        up.state == Some(4) && up.link_layer.as_deref() == Some("Ethernet"),
+        "{up:?}"
+    );
+    ensure!(up.netdev.as_deref() == Some("eth0"), "{up:?}");
+    let names: Vec<&str> = up.hw_counters.iter().map(|(n, _)| n.as_str()).collect();
+    ensure!(
+        names.contains(&"sent_pkts")
+            && names.contains(&"rcvd_pkts")
+            && !names.contains(&"lifespan"),
+        "hw_counters: {names:?}"
+    );
+    println!(
+        "rxe0/1 up: state {:?}, hw_counters {:?}",
+        up.state, up.hw_counters
+    );
+    sh("ip link set eth0 down")?;
+    let (down, took) = poll(WAIT, TICK, || {
+        let p = rxe0(sysfs)?;
+        Ok((p.state == Some(1)).then_some(p))
+    })?;
+    println!(
+        "rxe0/1 after eth0 down: state {:?} within {took:?}",
+        down.state
+    );
+    ok("port state and counters of rxe0, as the agent reads them");
     Ok(())
 }
 
@@ -292,6 +248,112 @@ fn pods_in_shared_mode(sysfs: &RdmaSysfs) -> anyhow::Result<()> {
     // Per pod: its IPv4 GID and its link-local one.
     ensure!(named_net1 >= 4, "{named_net1} entries name net1");
     ok("shared mode: pods' same-named interfaces told apart by address, inside and outside");
+    Ok(())
+}
+
+/// The asynchronous fill and removal of the IPv4 GID, measured: from `ip addr add` to the GID
+/// resolving (and from `ip addr del` to it going), one table pass, and one slot watched alone.
+fn fill_and_removal(sysfs: &RdmaSysfs, q4: &GidQuery) -> anyhow::Result<()> {
+    // The asynchronous fill: time from `ip addr add` returning to the GID being readable.
+    let mut fill = Vec::new();
+    let mut gone = Vec::new();
+    for _ in 0..5 {
+        sh("ip addr add 192.0.2.1/24 dev eth0")?;
+        let start = Instant::now();
+        let found = sysfs.resolve_wait(q4, WAIT, TICK)?;
+        fill.push(start.elapsed());
+        ensure!(
+            found.gid == gid_of(q4.addr) && found.port.port == 1,
+            "{found:?}"
+        );
+        sh("ip addr del 192.0.2.1/24 dev eth0")?;
+        let start = Instant::now();
+        poll(WAIT, TICK, || {
+            Ok(sysfs.resolve(q4)?.is_none().then_some(()))
+        })?;
+        gone.push(start.elapsed());
+    }
+    // One pass over the table bounds the resolution of the two measures above.
+    let mut pass = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        sysfs.gid_entries("rxe0", 1)?;
+        pass.push(start.elapsed());
+    }
+    let slots = std::fs::read_dir("/sys/class/infiniband/rxe0/ports/1/gids")?.count();
+    println!("rxe0 port 1 has {slots} GID slots");
+    print_measure("gid-table-read-ms", &pass);
+    print_measure("gid-fill-after-addr-add-ms", &fill);
+    // The resolver's pass over 1024 slots takes most of that under TCG; watch the one slot the
+    // address lands in (index 1, the lowest free one, as the loop above showed) for the
+    // kernel's own delay.
+    let slot = "/sys/class/infiniband/rxe0/ports/1/gids/1";
+    let want = "0000:0000:0000:0000:0000:ffff:c000:0201";
+    let mut single = Vec::new();
+    for _ in 0..5 {
+        sh("ip addr add 192.0.2.1/24 dev eth0")?;
+        let start = Instant::now();
+        poll(WAIT, Duration::from_micros(200), || {
+            Ok((std::fs::read_to_string(slot)?.trim() == want).then_some(()))
+        })?;
+        single.push(start.elapsed());
+        sh("ip addr del 192.0.2.1/24 dev eth0")?;
+        poll(WAIT, TICK, || {
+            Ok(sysfs.resolve(q4)?.is_none().then_some(()))
+        })?;
+    }
+    print_measure("gid-fill-one-slot-ms", &single);
+    print_measure("gid-removal-after-addr-del-ms", &gone);
+    ok("IPv4 GID appears after ip addr add and disappears after ip addr del");
+    Ok(())
+}
+
+/// rxe1 on a dummy netdev is found from the netdev alone, and every netdev maps to its RDMA
+/// ports by scanning the ndevs (uppers included).
+fn dummy_and_ports_of_netdevs(sysfs: &RdmaSysfs) -> anyhow::Result<()> {
+    sh("ip addr add 10.9.0.1/24 dev d0")?;
+    let dummy = sysfs.resolve_wait(&query(None, "d0", "10.9.0.1")?, WAIT, TICK)?;
+    ensure!(
+        dummy.port
+            == RdmaPortRef {
+                device: "rxe1".into(),
+                port: 1
+            },
+        "{dummy:?}"
+    );
+    ok("rxe on a dummy netdev, found without naming the device");
+
+    let on = |n: &str| sysfs.ports_of_netdev(n);
+    let rxe0_1 = vec![RdmaPortRef {
+        device: "rxe0".into(),
+        port: 1,
+    }];
+    ensure!(on("eth0")? == rxe0_1 && on("eth0.100")? == rxe0_1 && on("mv0")? == rxe0_1);
+    ensure!(
+        on("d0")?
+            == [RdmaPortRef {
+                device: "rxe1".into(),
+                port: 1
+            }]
+    );
+    ensure!(on("eth1")?.is_empty());
+    ok("RDMA ports of a netdev by scanning ndevs");
+    Ok(())
+}
+
+/// An address that never gets a GID ends a bounded wait in a retryable error.
+fn bounded_wait(sysfs: &RdmaSysfs) -> anyhow::Result<()> {
+    let never = query(Some("rxe0"), "eth0", "192.0.2.77")?;
+    let Err(err) = sysfs.resolve_wait(
+        &never,
+        Duration::from_millis(200),
+        Duration::from_millis(20),
+    ) else {
+        bail!("sysfs.resolve_wait unexpectedly succeeded");
+    };
+    ensure!(err.is_retryable(), "{err}");
+    println!("not-yet-populated error: {err}");
+    ok("bounded wait ends in a retryable error");
     Ok(())
 }
 
