@@ -78,6 +78,8 @@ fn cabling(f: &Finding) -> CablingFinding {
     CablingFinding {
         severity: f.severity.as_str().to_owned(),
         kind: f.kind.as_str().to_owned(),
+        // The agent's health check turns a finding about one of its NICs into that NIC's.
+        nic: f.nic.clone(),
         message: f.message.clone(),
     }
 }
@@ -109,6 +111,7 @@ fn statuses(
                     CablingFinding {
                         severity: "error".into(),
                         kind: "unusable_report".into(),
+                        nic: None,
                         message: why.clone(),
                     },
                 );

@@ -145,6 +145,7 @@ fn hypernode_writes(
                 fabric.findings.push(CablingFinding {
                     severity: "warning".into(),
                     kind: "hypernode_conflict".into(),
+                    nic: None,
                     message: format!(
                         "HyperNode {name} exists and is not managed by {MANAGED_BY}: left as it \
                          is; delete it or turn off the other source to let Spinel publish it"
