@@ -1,0 +1,6 @@
+//! `spinel-lab`: a virtual RoCE spine/leaf fabric of network namespaces on one machine, where
+//! every Spinel component does its job end to end. `spinelctl lab` drives it.
+
+pub mod fabric;
+pub mod nodes;
+pub mod plan;
