@@ -3,4 +3,7 @@
 
 pub mod fabric;
 pub mod nodes;
+pub mod picture;
 pub mod plan;
+pub mod procs;
+pub mod state;

@@ -1,7 +1,6 @@
 //! The fabric on the real kernel: namespaces, cables, bridges, routes; reachability across
 //! the spines; the path a packet takes; every namespace gone after the sweep.
 
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 use std::process::Command;
 
