@@ -228,13 +228,12 @@ impl Processes {
             }
             let deadline = tokio::time::Instant::now() + grace;
             for s in &mut group {
-                if let Some(child) = s.child.as_mut() {
-                    if tokio::time::timeout_at(deadline, child.wait())
+                if let Some(child) = s.child.as_mut()
+                    && tokio::time::timeout_at(deadline, child.wait())
                         .await
                         .is_err()
-                    {
-                        let _ = child.kill().await;
-                    }
+                {
+                    let _ = child.kill().await;
                 }
             }
         }
