@@ -235,6 +235,14 @@ impl Fabric {
         self.set(switch, ifname, &LinkChange::new().up(up))
     }
 
+    /// Whether `ifname` in `ns` is up with a carrier.
+    pub fn port_up(&mut self, ns: &str, ifname: &str) -> anyhow::Result<bool> {
+        match self.socket(ns)?.link_by_name(ifname)? {
+            Some(link) => Ok(link.up && link.carrier),
+            None => bail!("{ns} has no interface {ifname}"),
+        }
+    }
+
     /// The counters of `ifname` in `ns`.
     pub fn counters(&mut self, ns: &str, ifname: &str) -> anyhow::Result<LinkCounters> {
         match self.socket(ns)?.link_counters(ifname)? {

@@ -75,4 +75,39 @@ impl NodeDirs {
     pub fn cni_settings(&self) -> PathBuf {
         self.root.join("spinel-node.json")
     }
+    /// Where the CNI publishes each attachment's RoCE record (the agent reads them).
+    pub fn roce_info(&self) -> PathBuf {
+        self.root.join("roce")
+    }
+    /// Where the CNI records the VF attribute requests it would send to the PF (no kernel
+    /// here has SR-IOV).
+    pub fn vf_requests(&self) -> PathBuf {
+        self.root.join("vf-requests")
+    }
+    /// The CNI's log.
+    pub fn cni_log(&self) -> PathBuf {
+        self.root.join("cni.log")
+    }
+}
+
+/// Writes the CNI's node settings for a lab node: its own state, sysfs and RoCE record
+/// directories, VF attribute requests recorded rather than sent.
+pub fn write_cni_settings(dirs: &NodeDirs) -> anyhow::Result<()> {
+    for dir in [
+        dirs.cni_state(),
+        dirs.ipam(),
+        dirs.roce_info(),
+        dirs.vf_requests(),
+    ] {
+        std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    let settings = serde_json::json!({
+        "stateDir": dirs.cni_state(),
+        "sysfsRoot": dirs.sysfs(),
+        "roceInfoDir": dirs.roce_info(),
+        "recordVfRequestsTo": dirs.vf_requests(),
+        "logFile": dirs.cni_log(),
+        "logLevel": "info",
+    });
+    crate::state::write_atomically(&dirs.cni_settings(), &serde_json::to_vec_pretty(&settings)?)
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Shortest and longest wait before a restart.
@@ -51,7 +51,7 @@ impl Spec {
 }
 
 /// One process's state, as `lab status` shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessState {
     /// Name.

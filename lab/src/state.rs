@@ -25,8 +25,10 @@ use crate::plan::Plan;
 pub const DEFAULT_DIR: &str = "/run/spinel-lab";
 
 /// The entries a lab makes under its directory; a sweep removes exactly these.
-const ENTRIES: [&str; 8] = [
+const ENTRIES: [&str; 10] = [
     "netns",
+    "pods",
+    "fabric.svg",
     "nodes",
     "k8s",
     "logs",
@@ -84,6 +86,14 @@ impl StateDir {
     /// Per-node trees (sysfs, CNI state, leases).
     pub fn nodes(&self) -> PathBuf {
         self.root.join("nodes")
+    }
+    /// Per-pod files of the main job (CNI configurations and results).
+    pub fn pods(&self) -> PathBuf {
+        self.root.join("pods")
+    }
+    /// The fabric's picture, as `lab status` last drew it.
+    pub fn svg_file(&self) -> PathBuf {
+        self.root.join("fabric.svg")
     }
     /// Per-switch files (neighbour tables).
     pub fn switches(&self) -> PathBuf {
@@ -293,6 +303,21 @@ pub fn session_members(session: i32) -> anyhow::Result<Vec<i32>> {
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
     let mut file = File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
+    file.write_all(bytes)?;
+    drop(file);
+    fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))
+}
+
+/// Writes `path` atomically, readable by its owner only (credentials).
+pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut file = File::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("create {}", tmp.display()))?;
     file.write_all(bytes)?;
     drop(file);
     fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))
