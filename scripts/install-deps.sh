@@ -9,6 +9,8 @@ if [ "${1:-demo}" = test ]; then
   want+=(procps lldpd strace qemu-system-x86 linux-image-amd64 busybox-static graphviz)
   # SONiC YANG validation of rendered config_db.json (tests/peers/sonic-yang).
   want+=(libyang2-tools python3)
+  # kubernetes-validate (PyPI) for the manifests, in a virtual environment.
+  want+=(python3-venv)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -19,6 +19,22 @@ command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
 unformatted=$(gofmt -l tests/k8s)
 [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
 (cd tests/k8s && GOTOOLCHAIN=local go vet .)
+echo "== manifests: kubernetes-validate for Kubernetes 1.33 and the newest it knows"
+# In a virtual environment under target/ (no system pip). CRDs are validated as CRDs; objects
+# of custom kinds (peers' and ours) are validated by the real API server in the netns tier.
+venv=target/kubernetes-validate
+[ -x "$venv/bin/kubernetes-validate" ] || {
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
+}
+mapfile -t manifests < <(find deploy -name '*.yaml' | sort)
+for version in 1.33.0 1.37.0; do
+  out=$("$venv/bin/kubernetes-validate" --strict --quiet -k "$version" "${manifests[@]}" 2>&1) || {
+    echo "$out" >&2; exit 1; }
+  # Only the scheduler's own configuration file is not a served kind.
+  unknown=$(echo "$out" | grep -v "kind KubeSchedulerConfiguration" | grep . || true)
+  [ -z "$unknown" ] || { echo "kubernetes-validate $version: $unknown" >&2; exit 1; }
+done
 echo "== clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== unit and netns tests"

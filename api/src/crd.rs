@@ -165,9 +165,13 @@ pub struct FabricStatus {
     pub errors: u32,
     /// Findings with severity warning.
     pub warnings: u32,
-    /// Every finding, errors first.
+    /// The findings, errors first (at most a few hundred: every node's own are in its
+    /// `NodeFabric` status and its Events).
     #[serde(default)]
     pub findings: Vec<CablingFinding>,
+    /// Findings left out of `findings` to keep the object small.
+    #[serde(default)]
+    pub findings_omitted: u32,
     /// Nodes whose report could not be used, with why.
     #[serde(default)]
     pub unusable_reports: BTreeMap<String, String>,

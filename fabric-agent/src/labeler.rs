@@ -2,7 +2,8 @@
 //! node's own Node object, by server-side apply as field manager `spinel-agent`, keys under
 //! Spinel's prefix only. Server-side apply removes a key the agent applied before and no
 //! longer applies, and never touches a key another manager owns. Until the controller has
-//! looked at the report (no status yet), the Node keeps the labels it has.
+//! looked at the report (no status yet), the Node keeps the labels it has. The Node is
+//! watched too: a label under the prefix that someone else changed is put back.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,29 +31,44 @@ pub async fn run(
     republish: Arc<Notify>,
 ) {
     let config = watcher::Config::default().fields(&format!("metadata.name={node}"));
-    let stream = watcher(fabrics, config).default_backoff();
-    futures::pin_mut!(stream);
+    let reports = watcher(fabrics, config.clone()).default_backoff();
+    let own = watcher(nodes.clone(), config).default_backoff();
+    futures::pin_mut!(reports, own);
     let mut applied: Option<BTreeMap<String, String>> = None;
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(watcher::Event::Apply(nf) | watcher::Event::InitApply(nf)) => {
-                let Some(wanted) = desired(&nf, &options) else {
-                    continue;
-                };
-                if applied.as_ref() != Some(&wanted) && apply(&nodes, &node, &wanted).await {
-                    applied = Some(wanted);
+    let mut wanted: Option<BTreeMap<String, String>> = None;
+    let mut on_node: Option<BTreeMap<String, String>> = None;
+    loop {
+        tokio::select! {
+            event = reports.next() => match event {
+                Some(Ok(watcher::Event::Apply(nf) | watcher::Event::InitApply(nf))) => {
+                    if let Some(w) = desired(&nf, &options) {
+                        wanted = Some(w);
+                    }
                 }
-            }
-            Ok(watcher::Event::Delete(_)) => {
-                tracing::warn!(
-                    node,
-                    "the node's NodeFabric was deleted; publishing it again"
-                );
-                republish.notify_one();
-            }
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
-            // The watcher re-lists after errors, with back-off (a 410 Gone included).
-            Err(e) => tracing::warn!(node, "watching the node's NodeFabric: {e}"),
+                Some(Ok(watcher::Event::Delete(_))) => {
+                    tracing::warn!(node, "the node's NodeFabric was deleted; publishing it again");
+                    republish.notify_one();
+                }
+                Some(Ok(watcher::Event::Init | watcher::Event::InitDone)) => {}
+                // The watcher re-lists after errors, with back-off (a 410 Gone included).
+                Some(Err(e)) => tracing::warn!(node, "watching the node's NodeFabric: {e}"),
+                None => return,
+            },
+            event = own.next() => match event {
+                Some(Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n))) => {
+                    on_node = Some(n.metadata.labels.unwrap_or_default());
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => tracing::warn!(node, "watching the node: {e}"),
+                None => return,
+            },
+        }
+        let Some(w) = &wanted else { continue };
+        let drifted = on_node
+            .as_ref()
+            .is_some_and(|labels| w.iter().any(|(k, v)| labels.get(k) != Some(v)));
+        if (applied.as_ref() != Some(w) || drifted) && apply(&nodes, &node, w).await {
+            applied = Some(w.clone());
         }
     }
 }

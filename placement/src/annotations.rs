@@ -8,7 +8,9 @@
 //! | Volcano | `scheduling.k8s.io/group-name` | `sched.spinel.dev/gang-size` | `volcano.sh/network-topology-mode` + `-highest-tier` |
 //!
 //! Upstream `spec.schedulingGroup.podGroupName` (Workload/PodGroup) names the gang when nothing
-//! else does. Unknown values are errors that name the key, never defaults.
+//! else does; the PodGroup's gang policy then gives the size (`minCount`) and its topology
+//! constraint the tier the whole gang must fit in ([`PodGroupPolicy`]). Unknown values are
+//! errors that name the key, never defaults.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +35,19 @@ pub struct PodMeta<'a> {
     pub requests: &'a BTreeMap<String, u64>,
     /// `spec.schedulingGroup.podGroupName`, when set.
     pub pod_group: Option<&'a str>,
+    /// What that PodGroup says, when the caller has seen it.
+    pub pod_group_policy: Option<&'a PodGroupPolicy>,
+}
+
+/// What an upstream PodGroup (`scheduling.k8s.io`, v1alpha2 in Kubernetes 1.36) says about the
+/// gang formed by the pods that name it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodGroupPolicy {
+    /// `spec.schedulingPolicy.gang.minCount`; `None` for the basic policy (no gang).
+    pub min_count: Option<u32>,
+    /// `spec.schedulingConstraints.topology[0].key`: the node label key of the domain the
+    /// whole group must fit in.
+    pub topology_key: Option<String>,
 }
 
 /// Parser settings.
@@ -182,10 +197,15 @@ pub fn parse_gang(
             second: second.to_owned(),
         });
     }
-    let name = get(meta, keys::GANG)
+    let dialect_name = get(meta, keys::GANG)
         .or_else(|| get(meta, keys::KUEUE_POD_GROUP_NAME))
-        .or_else(|| get(meta, keys::VOLCANO_GROUP_NAME))
-        .or(meta.pod_group);
+        .or_else(|| get(meta, keys::VOLCANO_GROUP_NAME));
+    // The upstream PodGroup speaks only when no dialect names the gang.
+    let upstream = dialect_name
+        .is_none()
+        .then_some(meta.pod_group_policy)
+        .flatten();
+    let name = dialect_name.or(meta.pod_group);
     let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else {
         return match present.first() {
             Some(k) => Err(ParseError::Missing {
@@ -195,12 +215,30 @@ pub fn parse_gang(
             None => Ok(None),
         };
     };
-    let size = match number(meta, keys::GANG_SIZE)? {
-        Some(s) => s,
-        None => {
+    let annotated = number(meta, keys::GANG_SIZE)?;
+    // A PodGroup with the basic policy schedules its pods one by one: no gang, unless the pod
+    // asks for one itself.
+    if upstream.is_some_and(|p| p.min_count.is_none()) && present.is_empty() && annotated.is_none()
+    {
+        return Ok(None);
+    }
+    let from_group = upstream.and_then(|p| p.min_count);
+    let size = match (annotated, from_group) {
+        (Some(s), Some(m)) if s != m => {
+            return Err(ParseError::Invalid {
+                key: keys::GANG_SIZE.to_owned(),
+                value: s.to_string(),
+                reason: format!("PodGroup {name} has a gang policy of minCount {m}"),
+            });
+        }
+        (Some(s), _) => s,
+        (None, Some(m)) => m,
+        (None, None) => {
             number(meta, keys::KUEUE_POD_GROUP_TOTAL_COUNT)?.ok_or_else(|| ParseError::Missing {
                 key: keys::GANG_SIZE.to_owned(),
-                reason: format!("gang {name} needs its size in pods"),
+                reason: format!(
+                    "gang {name} needs its size in pods (or a PodGroup with a gang policy)"
+                ),
             })?
         }
     };
@@ -227,6 +265,8 @@ pub fn parse_gang(
         (kueue_levels(meta, opts, size)?, Dialect::Kueue)
     } else if volcano.is_some() {
         (volcano_levels(meta, size)?, Dialect::Volcano)
+    } else if let Some(key) = upstream.and_then(|p| p.topology_key.as_deref()) {
+        (podgroup_levels(key, opts, size)?, Dialect::PodGroup)
     } else {
         (Vec::new(), Dialect::Spinel)
     };
@@ -444,6 +484,21 @@ fn kueue_multi_layer(json: &str, opts: &ParseOptions) -> Result<Vec<Level>, Pars
         .collect()
 }
 
+/// A PodGroup's topology constraint: the whole group in one domain of that label's tier, hard
+/// (the upstream scheduler waits rather than spread it).
+fn podgroup_levels(key: &str, opts: &ParseOptions, size: u32) -> Result<Vec<Level>, ParseError> {
+    let t = Tier::parse(key, &opts.labels).map_err(|source| ParseError::Tier {
+        key: "PodGroup spec.schedulingConstraints.topology[0].key".to_owned(),
+        source,
+    })?;
+    Ok(vec![Level {
+        name: "podgroup".to_owned(),
+        pods: size,
+        tier: t,
+        mode: Mode::Hard,
+    }])
+}
+
 fn volcano_levels(meta: &PodMeta<'_>, size: u32) -> Result<Vec<Level>, ParseError> {
     let mode = mode(meta, keys::VOLCANO_TOPOLOGY_MODE, Mode::Hard)?;
     let Some(highest) = number(meta, keys::VOLCANO_HIGHEST_TIER)? else {
@@ -509,6 +564,7 @@ mod tests {
                 annotations: &a,
                 requests: &requests,
                 pod_group: None,
+                pod_group_policy: None,
             },
             &ParseOptions::default(),
         )
@@ -721,12 +777,63 @@ mod tests {
                 annotations: &a,
                 requests: &requests,
                 pod_group: Some("pg-1"),
+                pod_group_policy: None,
             },
             &ParseOptions::default(),
         )
         .unwrap()
         .unwrap();
         assert_eq!(r.gang.name, "pg-1");
+    }
+
+    #[test]
+    fn the_pod_group_gives_size_and_topology_when_the_pod_does_not() {
+        let requests: BTreeMap<String, u64> = [("nvidia.com/gpu".to_owned(), 8)].into();
+        let run = |annotations: &[(&str, &str)], policy: &PodGroupPolicy| {
+            let (l, a) = (map(&[]), map(annotations));
+            parse_gang(
+                &PodMeta {
+                    namespace: "ml",
+                    labels: &l,
+                    annotations: &a,
+                    requests: &requests,
+                    pod_group: Some("pg"),
+                    pod_group_policy: Some(policy),
+                },
+                &ParseOptions::default(),
+            )
+        };
+        let gang = PodGroupPolicy {
+            min_count: Some(4),
+            topology_key: Some("fabric.spinel.dev/tier-1".to_owned()),
+        };
+        let r = run(&[], &gang).unwrap().unwrap();
+        assert_eq!((r.size, r.dialect), (4, Dialect::PodGroup));
+        assert_eq!(
+            (r.levels[0].pods, r.levels[0].tier, r.levels[0].mode),
+            (4, Tier::LEAF, Mode::Hard)
+        );
+        // The pod's own levels win; a size that disagrees with minCount is an error.
+        let r = run(&[(keys::DP_WITHIN, "spine")], &gang).unwrap().unwrap();
+        assert_eq!(r.dialect, Dialect::Spinel);
+        let e = run(&[(keys::GANG_SIZE, "8")], &gang).unwrap_err();
+        assert!(e.to_string().contains("minCount 4"), "{e}");
+        // The basic policy makes no gang.
+        let basic = PodGroupPolicy::default();
+        assert_eq!(run(&[], &basic), Ok(None));
+        let e = run(
+            &[],
+            &PodGroupPolicy {
+                min_count: Some(2),
+                topology_key: Some("example.com/rack".to_owned()),
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("PodGroup spec.schedulingConstraints"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -742,6 +849,7 @@ mod tests {
             annotations: &a,
             requests: &requests,
             pod_group: None,
+            pod_group_policy: None,
         };
         assert_eq!(pod_index(&meta), Ok(Some(5)));
     }

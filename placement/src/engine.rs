@@ -157,6 +157,19 @@ pub struct GangView {
     pub waiting: Option<String>,
 }
 
+/// Counts for monitoring: gangs held, gangs waiting, ranks and units reserved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct EngineStats {
+    /// Gangs the engine holds state for.
+    pub gangs: usize,
+    /// Gangs waiting with a reason (no room, a lost rank that cannot rejoin its group).
+    pub waiting: usize,
+    /// Ranks holding a reservation (planned, not yet bound).
+    pub reserved_ranks: usize,
+    /// Units those reservations hold.
+    pub reserved_units: u64,
+}
+
 /// Cluster state plus every gang's plan and reservations.
 #[derive(Debug, Clone)]
 pub struct Engine {
@@ -498,6 +511,67 @@ impl Engine {
         Ok(())
     }
 
+    /// Takes back a gang's plan as a previous scheduler published it (after a restart or a
+    /// change of leader): each open rank is reserved again on its published node when that
+    /// node still exists, is healthy and has room, and pods that were told a rank keep it.
+    /// Ranks that cannot be taken back stay open and are placed next to their group when the
+    /// gang's next pod asks. Returns how many ranks were reserved again.
+    pub fn restore(
+        &mut self,
+        request: &GangRequest,
+        rank_nodes: &[String],
+        pods: &[(String, u32)],
+        now_ms: u64,
+    ) -> Result<usize, AssignError> {
+        let id = request.gang.clone();
+        let timeout = self.options.reservation_timeout_ms;
+        self.gang_entry(request)?;
+        let Some(g) = self.gangs.get_mut(&id) else {
+            return Ok(0);
+        };
+        let per_pod = g.request.per_pod;
+        let mut restored = 0;
+        for (rank, name) in g.ranks.iter_mut().zip(rank_nodes) {
+            if rank.state != RankState::Open || rank.node.is_some() {
+                continue;
+            }
+            let Some(node) = self.cluster.node_id(name) else {
+                continue;
+            };
+            if self.cluster.is_healthy(node) && self.cluster.free(node) >= per_pod {
+                self.cluster.reserve(node, per_pod);
+                rank.node = Some(node);
+                rank.state = RankState::Reserved;
+                restored += 1;
+            }
+        }
+        for (uid, r) in pods {
+            let Some(rank) = g.ranks.get_mut(*r as usize) else {
+                continue;
+            };
+            if rank.pod.is_some() || g.pods.contains_key(uid) {
+                continue;
+            }
+            rank.pod = Some(uid.clone());
+            if rank.state == RankState::Reserved {
+                rank.state = RankState::Assigned;
+            }
+            g.pods.insert(uid.clone(), *r);
+        }
+        g.deadline_ms = now_ms.saturating_add(timeout);
+        Ok(restored)
+    }
+
+    /// The UID of the pod holding `rank`, if any.
+    pub fn pod_of_rank(&self, gang: &GangId, rank: u32) -> Option<&str> {
+        self.gangs
+            .get(gang)?
+            .ranks
+            .get(rank as usize)?
+            .pod
+            .as_deref()
+    }
+
     /// A pod of the gang ended or was deleted: its rank opens for a replacement (units it held
     /// as used are the caller's to release).
     pub fn pod_gone(&mut self, gang: &GangId, pod_uid: &str) {
@@ -534,12 +608,16 @@ impl Engine {
     }
 
     /// Releases the reservations of gangs that made no progress before their deadline;
-    /// returns them. Gangs fully bound are forgotten (their pods keep running).
+    /// returns them. Gangs fully bound are forgotten (their pods keep running), and so are
+    /// gangs left with no pod and nothing held (their pods went away unseen).
     pub fn expire(&mut self, now_ms: u64) -> Vec<GangId> {
         let done: Vec<GangId> = self
             .gangs
             .iter()
-            .filter(|(_, g)| g.ranks.iter().all(|r| r.state == RankState::Bound))
+            .filter(|(_, g)| {
+                g.ranks.iter().all(|r| r.state == RankState::Bound)
+                    || (g.pods.is_empty() && g.ranks.iter().all(|r| r.state == RankState::Open))
+            })
             .map(|(id, _)| id.clone())
             .collect();
         for id in done {
@@ -592,6 +670,27 @@ impl Engine {
             plan: g.plan.clone(),
             waiting: g.waiting.clone(),
         })
+    }
+
+    /// Counts for monitoring; O(ranks held).
+    pub fn stats(&self) -> EngineStats {
+        let mut stats = EngineStats {
+            gangs: self.gangs.len(),
+            ..EngineStats::default()
+        };
+        for g in self.gangs.values() {
+            stats.waiting += usize::from(g.waiting.is_some());
+            let reserved = g
+                .ranks
+                .iter()
+                .filter(|r| {
+                    r.node.is_some() && matches!(r.state, RankState::Reserved | RankState::Assigned)
+                })
+                .count();
+            stats.reserved_ranks += reserved;
+            stats.reserved_units += reserved as u64 * u64::from(g.request.per_pod);
+        }
+        stats
     }
 
     /// The rank a pod holds, if any.

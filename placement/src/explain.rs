@@ -22,6 +22,9 @@ pub struct Shortfall {
     pub needs: u64,
     /// `nodes` when a slot is a whole node, else the resource's units.
     pub unit: String,
+    /// For a level made of smaller groups: `(inner level, whole inner groups the domain has
+    /// room for, inner groups one group needs)`; `has` counts only units in such groups.
+    pub inner: Option<(String, u64, u64)>,
 }
 
 /// The explanation of a pending or impossible gang.
@@ -59,7 +62,17 @@ pub(crate) fn explain(
             .into_iter()
             .max_by(|a, b| cap.get(i - 1, *a).cmp(&cap.get(i - 1, *b)).then(b.cmp(a)));
         let Some(best) = best else { break };
-        if cap.get(i, best) == 0 {
+        // A level whose groups are its inner level's groups (pp = 1) says nothing the inner
+        // level's line does not.
+        let same_as_inner = i >= 2 && shape.r[i - 1] == shape.r[i - 2];
+        if cap.get(i, best) == 0 && !same_as_inner {
+            let inner = (i >= 2).then(|| {
+                (
+                    shape.names[i - 2].clone(),
+                    cap.get(i - 1, best),
+                    u64::from(shape.q[i - 1]),
+                )
+            });
             shortfalls.push(Shortfall {
                 level: shape.names[i - 1].clone(),
                 tier: cluster.tier_name(tier),
@@ -67,6 +80,7 @@ pub(crate) fn explain(
                 has: cap.get(i - 1, best) * below * per_slot,
                 needs: u64::from(shape.r[i - 1]) * per_slot,
                 unit: unit.clone(),
+                inner,
             });
         }
         within = best;
@@ -76,11 +90,17 @@ pub(crate) fn explain(
     } else {
         shortfalls
             .iter()
-            .map(|s| {
-                format!(
+            .map(|s| match &s.inner {
+                // Free units scattered outside whole inner groups do not count: say so.
+                Some((inner, has, needs)) => format!(
+                    "each {} group needs {} {} within one {}: {} has room for {has} of the \
+                     {needs} {inner} groups it needs",
+                    s.level, s.needs, s.unit, s.tier, s.domain
+                ),
+                None => format!(
                     "each {} group needs {} {} within one {}: {} has {} of {} {} {free_word}",
                     s.level, s.needs, s.unit, s.tier, s.domain, s.has, s.needs, s.unit
-                )
+                ),
             })
             .collect::<Vec<_>>()
             .join("; ")

@@ -25,7 +25,9 @@ pub mod spread;
 pub mod tier;
 
 pub use cluster::{Cluster, ClusterOptions, DomainId, NodeId, NodeSpec};
-pub use engine::{AssignError, Assignment, Engine, EngineOptions, GangView, RankState};
+pub use engine::{
+    AssignError, Assignment, Engine, EngineOptions, EngineStats, GangView, RankState,
+};
 pub use plan::{Fallback, Plan, PlanError, PlanOptions, plan};
 pub use request::{Dialect, GangId, GangRequest, Level, Mode, RequestError};
 pub use spread::Spread;

@@ -112,6 +112,7 @@ fn nearest_node(
                     has: 0,
                     needs: u64::from(request.per_pod * slot_pods(request)),
                     unit: request.resource.clone(),
+                    inner: None,
                 }],
             });
         }

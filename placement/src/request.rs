@@ -76,6 +76,8 @@ pub enum Dialect {
     Kueue,
     /// Volcano's network-topology annotations.
     Volcano,
+    /// An upstream PodGroup's gang policy and topology constraint.
+    PodGroup,
     /// Built in code (simulator, tests).
     Native,
 }

@@ -75,6 +75,12 @@ fn two_gangs_are_never_promised_the_same_node() {
     let err = e.assign(&c, "c-0", None, 0).unwrap_err();
     assert!(matches!(err, AssignError::Plan(_)), "{err}");
     assert!(e.view(&c.gang).unwrap().waiting.is_some());
+    let stats = e.stats();
+    assert_eq!(
+        (stats.gangs, stats.waiting, stats.reserved_ranks),
+        (3, 1, 8)
+    );
+    assert_eq!(stats.reserved_units, reserved_total(&e));
 }
 
 #[test]
@@ -91,6 +97,75 @@ fn binding_moves_units_from_reserved_to_used_and_the_gang_is_forgotten() {
     assert_eq!(e.view(&a.gang).unwrap().states, vec![RankState::Bound; 2]);
     e.expire(2);
     assert!(e.view(&a.gang).is_none());
+}
+
+#[test]
+fn a_published_plan_is_taken_back_after_a_restart() {
+    // The previous scheduler planned gang a on leaf l01 (leaf l00 is busier), two pods bound.
+    let mut before = engine(1, 2, 4);
+    before.set_node_used("n-s00-l00-000", 8);
+    let a = gang("a", 4, 8, 4, Tier::LEAF);
+    let plan = assign_all(&mut before, &a, 0);
+    // A new scheduler: usage from bound pods, the two running pods adopted at their ranks.
+    let mut e = engine(1, 2, 4);
+    e.set_node_used("n-s00-l00-000", 8);
+    for (i, n) in plan.iter().enumerate().take(2) {
+        e.set_node_used(n, 8);
+        e.adopt(&a, &format!("a-{i}"), i as u32, n).unwrap();
+    }
+    // Rank 3's node degraded meanwhile: it is not taken back.
+    let mut sick = specs(1, 2, 4)
+        .into_iter()
+        .find(|s| s.name == plan[3])
+        .unwrap();
+    sick.degraded = true;
+    e.upsert_node(sick, 1);
+    let restored = e.restore(&a, &plan, &[("a-2".to_owned(), 2)], 2).unwrap();
+    assert_eq!(restored, 1);
+    assert_eq!(e.pod_of_rank(&a.gang, 2), Some("a-2"));
+    let view = e.view(&a.gang).unwrap();
+    assert_eq!(view.rank_nodes[..3], plan[..3]);
+    assert_eq!(
+        view.states,
+        [
+            RankState::Bound,
+            RankState::Bound,
+            RankState::Assigned,
+            RankState::Open
+        ]
+    );
+    // While rank 3 has nowhere to go in its DP group's leaf, the gang waits with the reason.
+    let err = e.assign(&a, "a-2", None, 3).unwrap_err();
+    assert!(
+        err.to_string().contains("rank 3 must rejoin its dp group"),
+        "{err}"
+    );
+    // The node recovers: the pod told rank 2 keeps its node, rank 3 rejoins its group.
+    let mut healthy = specs(1, 2, 4)
+        .into_iter()
+        .find(|s| s.name == plan[3])
+        .unwrap();
+    healthy.used = 0;
+    e.upsert_node(healthy, 4);
+    assert_eq!(e.assign(&a, "a-2", None, 5).unwrap().node_name, plan[2]);
+    assert_eq!(e.assign(&a, "a-3", None, 5).unwrap().node_name, plan[3]);
+    // Nothing of the published plan goes to another gang.
+    let b = gang("b", 1, 8, 1, Tier::LEAF);
+    let nb = e.assign(&b, "b-0", None, 6).unwrap().node_name;
+    assert!(!plan.contains(&nb), "{nb} was promised twice");
+}
+
+#[test]
+fn a_gang_with_no_pod_and_nothing_held_is_forgotten() {
+    let mut e = engine(1, 1, 4);
+    let a = gang("a", 2, 8, 2, Tier::LEAF);
+    // A published plan naming nodes that are gone: nothing to take back, no pod waiting.
+    let gone = ["n-x-1".to_owned(), "n-x-2".to_owned()];
+    assert_eq!(e.restore(&a, &gone, &[], 0).unwrap(), 0);
+    assert!(e.view(&a.gang).is_some());
+    assert!(e.expire(1).is_empty());
+    assert!(e.view(&a.gang).is_none(), "an empty gang lingers");
+    assert_eq!(e.stats().gangs, 0);
 }
 
 #[test]

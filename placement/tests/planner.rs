@@ -174,6 +174,63 @@ fn a_hard_level_waits_and_explains_the_best_leaf() {
 }
 
 #[test]
+fn an_outer_level_counts_whole_inner_groups_and_a_redundant_one_is_not_repeated() {
+    let mut c = cluster(2, 2, 4);
+    // Each spine has one whole leaf (4 nodes) and 3 free nodes in the other: 7 nodes free,
+    // room for one DP group of 4 only.
+    for name in ["n-s00-l00-000", "n-s01-l01-003"] {
+        let id = c.node_id(name).unwrap();
+        c.add_used(id, 8);
+    }
+    let pipeline = job(
+        "pipe",
+        8,
+        8,
+        vec![
+            level("dp", 4, Tier::LEAF, Mode::Hard),
+            level("pp", 8, Tier::SPINE, Mode::Hard),
+        ],
+    );
+    let e = plan(&c, &pipeline, &PlanOptions::default()).unwrap_err();
+    let PlanError::Pending { why, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(
+        why.message,
+        "each pp group needs 8 nodes within one spine: spine s00 has room for 1 of the 2 dp \
+         groups it needs"
+    );
+    // A pipeline of one stage is its DP group: only the DP line explains it.
+    for name in ["n-s00-l01-000", "n-s01-l00-000"] {
+        let id = c.node_id(name).unwrap();
+        c.add_used(id, 8);
+    }
+    let one_stage = job(
+        "stage",
+        4,
+        8,
+        vec![
+            level("dp", 4, Tier::LEAF, Mode::Hard),
+            level("pp", 4, Tier::SPINE, Mode::Hard),
+        ],
+    );
+    let e = plan(&c, &one_stage, &PlanOptions::default()).unwrap_err();
+    let PlanError::Pending { why, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(why.shortfalls.len(), 1, "{}", why.message);
+    assert!(
+        why.message
+            .starts_with("each dp group needs 4 nodes within one leaf: leaf")
+    );
+    assert!(
+        why.message.ends_with("has 3 of 4 nodes free"),
+        "{}",
+        why.message
+    );
+}
+
+#[test]
 fn a_gang_larger_than_any_leaf_never_fits_a_hard_leaf() {
     let c = cluster(2, 2, 4);
     let r = job("huge", 8, 8, vec![level("dp", 8, Tier::LEAF, Mode::Hard)]);

@@ -1,5 +1,10 @@
 //! The extender's HTTP server: `POST /filter`, `/prioritize`, `/bind` (kube-scheduler extender
-//! v1), `GET /healthz` (alive) and `/readyz` (the cluster view is loaded).
+//! v1), `GET /healthz` (alive), `/readyz` (leading, and the cluster view is loaded) and
+//! `/metrics` (Prometheus).
+//!
+//! A standby replica (leader election on, lease held elsewhere) answers every verb with 503 and
+//! is not ready, so a Service sends kube-scheduler only to the leader and a stray request
+//! decides nothing.
 //!
 //! Bodies are read whole up to a size limit (413 above it) and parsed with serde_json, whose
 //! recursion limit (128 levels) turns hostile nesting into an error; anything that does not
@@ -7,11 +12,13 @@
 //! carries can panic a handler.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State as AxumState};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -20,6 +27,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 use serde::Serialize;
 
+use crate::metrics::{self, Decision, Metrics, Snapshot};
 use crate::publish::Publisher;
 use crate::state::{FilterDecision, Publication, State};
 use crate::wire::{
@@ -52,6 +60,8 @@ pub struct App {
     publisher: Arc<dyn Publisher>,
     started: Instant,
     options: ServerOptions,
+    metrics: Arc<Metrics>,
+    leading: Arc<AtomicBool>,
 }
 
 impl App {
@@ -66,6 +76,56 @@ impl App {
             publisher,
             started: Instant::now(),
             options,
+            metrics: Arc::new(Metrics::new()),
+            leading: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// Records into `metrics` (shared with the watches) instead of a private set.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> App {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Decides only while `leading` is true (leader election); a replica without it always
+    /// leads.
+    pub fn with_leadership(mut self, leading: Arc<AtomicBool>) -> App {
+        self.leading = leading;
+        self
+    }
+
+    fn is_leader(&self) -> bool {
+        self.leading.load(Ordering::Acquire)
+    }
+
+    /// Counts a finished request: its time, and its status when refused.
+    fn finish(&self, verb: &'static str, start: Instant, response: Response) -> Response {
+        self.metrics.observe(verb, start.elapsed().as_secs_f64());
+        if !response.status().is_success() {
+            self.metrics.rejected(verb, response.status().as_u16());
+        }
+        response
+    }
+
+    /// The refusal for a replica that must not decide: a standby, or a leader whose cluster
+    /// view is not loaded yet (an empty view would call every gang impossible).
+    fn standby(&self) -> Option<Response> {
+        if !self.is_leader() {
+            return Some(text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "this spinel-scheduler replica is a standby: another holds the leader lease",
+            ));
+        }
+        match self.state.lock() {
+            Ok(s) if s.is_ready() => None,
+            Ok(_) => Some(text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "cluster view not loaded yet",
+            )),
+            Err(_) => Some(text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "state lock poisoned",
+            )),
         }
     }
 
@@ -92,6 +152,7 @@ pub fn router(app: App) -> Router {
         .route("/bind", post(bind))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(app)
 }
@@ -177,6 +238,10 @@ fn publish(app: &App, pod: &Pod, p: Publication) {
     if let Some((reason, message)) = p.event {
         app.publisher.event(ns, name, &reason, &message);
     }
+    for other in p.others {
+        app.publisher
+            .annotate(&other.namespace, &other.name, other.annotations);
+    }
 }
 
 /// The reply keeping the candidates `pass` accepts (by position), in the caller's mode.
@@ -207,58 +272,77 @@ fn reply<'a>(req: &'a mut Request<'_>, pass: impl Fn(usize, &str) -> bool) -> Fi
     out
 }
 
-async fn filter(AxumState(app): AxumState<App>, body: Bytes) -> Response {
-    let mut req = match request(&body) {
+/// The body, or the extractor's refusal (413 above the size limit) as a response.
+type Body = Result<Bytes, BytesRejection>;
+
+async fn filter(AxumState(app): AxumState<App>, body: Body) -> Response {
+    let start = Instant::now();
+    let response = match (app.standby(), body) {
+        (Some(refusal), _) => refusal,
+        (None, Err(e)) => e.into_response(),
+        (None, Ok(body)) => filter_body(&app, &body),
+    };
+    app.finish("filter", start, response)
+}
+
+/// Decides for the pod in `body`: the engine's decision, with one retry when kube-scheduler's
+/// own filters dropped the planned node.
+fn decide(app: &App, req: &Request<'_>) -> Result<(FilterDecision, Publication), Rejection> {
+    let mut state = app.lock()?;
+    let first = state.filter(&req.pod, app.now_ms());
+    Ok(match &first.0 {
+        // kube-scheduler's own filters dropped the planned node: place the rank again once,
+        // without that node, rather than wait for the reservation to expire.
+        FilterDecision::Only { node, .. } if !req.names.iter().any(|n| n == node) => {
+            publish(app, &req.pod, first.1);
+            state.refuse(&req.pod, app.now_ms())
+        }
+        _ => first,
+    })
+}
+
+fn filter_body(app: &App, body: &Bytes) -> Response {
+    let mut req = match request(body) {
         Ok(r) => r,
         Err(resp) => return resp.into_response(),
     };
-    let names = req.names.clone();
-    let (decision, publication) = {
-        let mut state = match app.lock() {
-            Ok(s) => s,
-            Err(resp) => return resp.into_response(),
-        };
-        let first = state.filter(&req.pod, app.now_ms());
-        match &first.0 {
-            // kube-scheduler's own filters dropped the planned node: place the rank again
-            // once, without that node, rather than wait for the reservation to expire.
-            FilterDecision::Only { node, .. } if !names.iter().any(|n| n == node) => {
-                publish(&app, &req.pod, first.1);
-                state.refuse(&req.pod, app.now_ms())
-            }
-            _ => first,
-        }
+    let (decision, publication) = match decide(app, &req) {
+        Ok(d) => d,
+        Err(resp) => return resp.into_response(),
     };
     // Pods outside gangs keep off units reserved for planned gangs.
     let blocked = match decision {
         FilterDecision::PassThrough => match app.lock() {
-            Ok(state) => state.blocked_by_reservations(&req.pod, &names),
+            Ok(state) => state.blocked_by_reservations(&req.pod, &req.names),
             Err(resp) => return resp.into_response(),
         },
         _ => None,
     };
-    publish(&app, &req.pod, publication);
+    publish(app, &req.pod, publication);
+    let names = req.names.clone();
     let all = |reason| Failures {
         names: &names,
         except: None,
         mask: None,
         reason,
     };
-    let reason: String;
-    match decision {
-        FilterDecision::PassThrough => match &blocked {
-            None => json(&reply(&mut req, |_, _| true)),
-            Some(mask) => {
-                let mut out = reply(&mut req, |i, _| !mask[i]);
-                out.failed_nodes = Failures {
-                    names: &names,
-                    except: None,
-                    mask: Some(mask),
-                    reason: "its free units are reserved for a planned gang",
-                };
-                json(&out)
-            }
-        },
+    let (response, counted) = match decision {
+        FilterDecision::PassThrough => {
+            let response = match &blocked {
+                None => json(&reply(&mut req, |_, _| true)),
+                Some(mask) => {
+                    let mut out = reply(&mut req, |i, _| !mask[i]);
+                    out.failed_nodes = Failures {
+                        names: &names,
+                        except: None,
+                        mask: Some(mask),
+                        reason: "its free units are reserved for a planned gang",
+                    };
+                    json(&out)
+                }
+            };
+            (response, Decision::PassThrough)
+        }
         FilterDecision::Only { node, others, .. } if names.iter().any(|n| *n == node) => {
             let mut out = reply(&mut req, |_, n| n == node);
             out.failed_and_unresolvable_nodes = Failures {
@@ -267,16 +351,16 @@ async fn filter(AxumState(app): AxumState<App>, body: Bytes) -> Response {
                 mask: None,
                 reason: &others,
             };
-            json(&out)
+            (json(&out), Decision::Placed)
         }
         FilterDecision::Only { node, rank, .. } => {
-            reason = format!(
+            let reason = format!(
                 "rank {rank} is planned on node {node}, which did not pass kube-scheduler's \
                  own filters"
             );
             let mut out = reply(&mut req, |_, _| false);
             out.failed_nodes = all(&reason);
-            json(&out)
+            (json(&out), Decision::PlannedNodeDropped)
         }
         FilterDecision::Reject { resolvable, reason } => {
             let mut out = reply(&mut req, |_, _| false);
@@ -285,22 +369,36 @@ async fn filter(AxumState(app): AxumState<App>, body: Bytes) -> Response {
             } else {
                 out.failed_and_unresolvable_nodes = all(&reason);
             }
-            json(&out)
+            let counted = if resolvable {
+                Decision::Pending
+            } else {
+                Decision::Unschedulable
+            };
+            (json(&out), counted)
         }
-    }
+    };
+    app.metrics.decision(counted);
+    response
 }
 
-async fn prioritize(AxumState(app): AxumState<App>, body: Bytes) -> Response {
-    let req = match request(&body) {
+async fn prioritize(AxumState(app): AxumState<App>, body: Body) -> Response {
+    let start = Instant::now();
+    let response = match (app.standby(), body) {
+        (Some(refusal), _) => refusal,
+        (None, Err(e)) => e.into_response(),
+        (None, Ok(body)) => prioritize_body(&app, &body),
+    };
+    app.finish("prioritize", start, response)
+}
+
+fn prioritize_body(app: &App, body: &Bytes) -> Response {
+    let req = match request(body) {
         Ok(r) => r,
         Err(resp) => return resp.into_response(),
     };
-    let scores = {
-        let mut state = match app.lock() {
-            Ok(s) => s,
-            Err(resp) => return resp.into_response(),
-        };
-        state.prioritize(&req.pod, &req.names, app.now_ms())
+    let scores = match app.lock() {
+        Ok(mut state) => state.prioritize(&req.pod, &req.names, app.now_ms()),
+        Err(resp) => return resp.into_response(),
     };
     let list: Vec<HostPriorityRef<'_>> = req
         .names
@@ -311,14 +409,24 @@ async fn prioritize(AxumState(app): AxumState<App>, body: Bytes) -> Response {
     json(&list)
 }
 
-async fn bind(AxumState(app): AxumState<App>, body: Bytes) -> Response {
+async fn bind(AxumState(app): AxumState<App>, body: Body) -> Response {
+    let start = Instant::now();
+    let response = match (app.standby(), body) {
+        (Some(refusal), _) => refusal,
+        (None, Err(e)) => e.into_response(),
+        (None, Ok(body)) => bind_body(&app, &body).await,
+    };
+    app.finish("bind", start, response)
+}
+
+async fn bind_body(app: &App, body: &Bytes) -> Response {
     if !app.options.bind {
         return text(
             StatusCode::NOT_FOUND,
             "binding is off: start spinel-scheduler with --bind and set bindVerb",
         );
     }
-    let args: ExtenderBindingArgs = match parse(&body, "ExtenderBindingArgs") {
+    let args: ExtenderBindingArgs = match parse(body, "ExtenderBindingArgs") {
         Ok(a) => a,
         Err(resp) => return resp.into_response(),
     };
@@ -350,11 +458,29 @@ async fn bind(AxumState(app): AxumState<App>, body: Bytes) -> Response {
 }
 
 async fn readyz(AxumState(app): AxumState<App>) -> Response {
-    match app.state.lock() {
-        Ok(s) if s.is_ready() => text(StatusCode::OK, "ready"),
-        _ => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "cluster view not loaded yet",
-        ),
+    app.standby()
+        .unwrap_or_else(|| text(StatusCode::OK, "ready"))
+}
+
+async fn metrics_text(AxumState(app): AxumState<App>) -> Response {
+    let snapshot = match app.state.lock() {
+        Ok(s) => Snapshot {
+            nodes: s.engine().cluster().node_count(),
+            unusable_nodes: s.unusable_nodes(),
+            engine: s.engine().stats(),
+            leader: app.is_leader(),
+        },
+        Err(_) => {
+            return text(StatusCode::INTERNAL_SERVER_ERROR, "state lock poisoned");
+        }
+    };
+    match app.metrics.encode(&snapshot) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+            body,
+        )
+            .into_response(),
+        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }

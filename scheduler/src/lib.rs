@@ -4,11 +4,15 @@
 //! - [`wire`]: the extender v1 JSON types;
 //! - [`objects`]: what is read from Pods and Nodes;
 //! - [`state`]: the decisions (placement engine, usage, ranks), without I/O;
-//! - [`http`]: the extender's HTTP server (filter, prioritize, bind, health);
+//! - [`http`]: the extender's HTTP server (filter, prioritize, bind, health, metrics);
+//! - [`metrics`]: the Prometheus metrics;
+//! - [`lease`]: leader election on a Lease, so only one of several replicas decides;
 //! - [`publish`]: side effects (annotations, Events, Bindings) behind a trait;
 //! - [`watch`]: the Kubernetes watches that feed the state, and the real publisher.
 
 pub mod http;
+pub mod lease;
+pub mod metrics;
 pub mod objects;
 pub mod publish;
 pub mod state;

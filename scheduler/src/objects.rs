@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, Node, Pod};
+use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use spinel_api::scheduling::DEGRADED_TAINT_KEY;
 use spinel_placement::NodeSpec;
+use spinel_placement::annotations::PodGroupPolicy;
 
 /// A quantity that is not a whole number of units.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,6 +114,25 @@ pub fn pod_meta(
     (labels, annotations, group)
 }
 
+/// What an upstream PodGroup says about its gang: `minCount` of a gang policy (a negative one
+/// reads as 0, which the request check refuses), the first topology constraint's key.
+pub fn pod_group_policy(group: &PodGroup) -> PodGroupPolicy {
+    let spec = &group.spec;
+    PodGroupPolicy {
+        min_count: spec
+            .scheduling_policy
+            .gang
+            .as_ref()
+            .map(|g| u32::try_from(g.min_count).unwrap_or(0)),
+        topology_key: spec
+            .scheduling_constraints
+            .as_ref()
+            .and_then(|c| c.topology.as_ref())
+            .and_then(|t| t.first())
+            .map(|t| t.key.clone()),
+    }
+}
+
 /// The planner's view of a node; `None` for a node without a name.
 pub fn node_spec(node: &Node, resource: &str, used: u32) -> Option<NodeSpec> {
     let name = node.metadata.name.clone()?;
@@ -176,6 +197,29 @@ mod tests {
         .unwrap();
         assert_eq!(pod_units(&pod, "nvidia.com/gpu"), Ok(5));
         assert_eq!(pod_units(&pod, "other"), Ok(0));
+    }
+
+    #[test]
+    fn pod_groups_give_their_gang_policy() {
+        let group: PodGroup = serde_json::from_value(json!({
+            "metadata": {"name": "pg", "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 16}},
+                     "schedulingConstraints": {"topology": [{"key": "fabric.spinel.dev/tier-2"}]}}
+        }))
+        .unwrap();
+        assert_eq!(
+            pod_group_policy(&group),
+            PodGroupPolicy {
+                min_count: Some(16),
+                topology_key: Some("fabric.spinel.dev/tier-2".to_owned())
+            }
+        );
+        let basic: PodGroup = serde_json::from_value(json!({
+            "metadata": {"name": "pg", "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"basic": {}}}
+        }))
+        .unwrap();
+        assert_eq!(pod_group_policy(&basic), PodGroupPolicy::default());
     }
 
     #[test]

@@ -5,16 +5,17 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use rustc_hash::FxHashMap;
 use serde_json::json;
 use spinel_api::scheduling as keys;
-use spinel_placement::annotations::{ParseOptions, PodMeta, parse_gang, pod_index};
+use spinel_placement::annotations::{ParseOptions, PodGroupPolicy, PodMeta, parse_gang, pod_index};
 use spinel_placement::{
     AssignError, Assignment, Cluster, ClusterOptions, Engine, EngineOptions, GangId, GangRequest,
     PlanError, publish,
 };
 
-use crate::objects::{bound_node, is_terminal, node_spec, pod_meta, pod_units};
+use crate::objects::{bound_node, is_terminal, node_spec, pod_group_policy, pod_meta, pod_units};
 
 /// Scheduler settings.
 #[derive(Debug, Clone)]
@@ -70,15 +71,50 @@ pub struct Publication {
     pub annotations: BTreeMap<String, String>,
     /// `(reason, message)` of an Event, when the pod's situation changed.
     pub event: Option<(String, String)>,
+    /// Annotations for other pods of the gang: rank 0's rank list when a rank moved.
+    pub others: Vec<OtherPod>,
+}
+
+/// Annotations to merge into another pod than the one asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherPod {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The annotations.
+    pub annotations: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default)]
 struct PodRecord {
+    /// Namespace and name, for publishing to it while another pod is asked about.
+    name: Option<(String, String)>,
     node: Option<String>,
     units: u32,
     gang: Option<GangId>,
     published: Option<String>,
     last_reason: Option<String>,
+}
+
+/// A gang request and the pod's launcher index, if it has one.
+type IndexedRequest = (GangRequest, Option<u32>);
+
+/// Whether a pod names its gang and size by itself (a dialect's gang name or the size
+/// annotation), so an upstream PodGroup is not needed to read it.
+fn names_no_gang_itself(
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> bool {
+    let has = |k: &str| labels.contains_key(k) || annotations.contains_key(k);
+    ![
+        keys::GANG,
+        keys::KUEUE_POD_GROUP_NAME,
+        keys::VOLCANO_GROUP_NAME,
+        keys::GANG_SIZE,
+    ]
+    .iter()
+    .any(|k| has(k))
 }
 
 /// The scheduler's state.
@@ -88,6 +124,8 @@ pub struct State {
     engine: Engine,
     pods: FxHashMap<String, PodRecord>,
     node_used: FxHashMap<String, u32>,
+    /// Upstream PodGroups by `(namespace, name)`, when their API is watched.
+    pod_groups: Option<FxHashMap<(String, String), PodGroupPolicy>>,
     ready: bool,
 }
 
@@ -114,6 +152,7 @@ impl State {
             engine,
             pods: FxHashMap::default(),
             node_used: FxHashMap::default(),
+            pod_groups: None,
             ready: false,
         }
     }
@@ -128,6 +167,12 @@ impl State {
         &self.engine
     }
 
+    /// Nodes no gang may use (degraded, cordoned, not Ready); O(nodes).
+    pub fn unusable_nodes(&self) -> usize {
+        let c = self.engine.cluster();
+        c.node_ids().iter().filter(|id| !c.is_healthy(**id)).count()
+    }
+
     /// Whether the initial lists have been loaded.
     pub fn is_ready(&self) -> bool {
         self.ready
@@ -138,32 +183,77 @@ impl State {
         self.ready = true;
     }
 
-    /// Reads a pod's gang request; `Ok(None)` for pods outside gangs.
-    fn gang_request(&self, pod: &Pod) -> Result<Option<(GangRequest, Option<u32>)>, String> {
+    /// From now on, pods naming an upstream PodGroup not seen yet wait for it (the PodGroup
+    /// API is served and watched).
+    pub fn watch_pod_groups(&mut self) {
+        self.pod_groups.get_or_insert_with(FxHashMap::default);
+    }
+
+    /// A PodGroup was added or changed.
+    pub fn apply_pod_group(&mut self, group: &PodGroup) {
+        let key = (
+            group.metadata.namespace.clone().unwrap_or_default(),
+            group.metadata.name.clone().unwrap_or_default(),
+        );
+        self.pod_groups
+            .get_or_insert_with(FxHashMap::default)
+            .insert(key, pod_group_policy(group));
+    }
+
+    /// A PodGroup was deleted.
+    pub fn delete_pod_group(&mut self, namespace: &str, name: &str) {
+        if let Some(groups) = &mut self.pod_groups {
+            groups.remove(&(namespace.to_owned(), name.to_owned()));
+        }
+    }
+
+    /// Reads a pod's gang request and launcher index; `Ok(None)` for pods outside gangs,
+    /// `Err((resolvable, reason))` for pods that cannot be read now (a PodGroup not seen yet)
+    /// or at all.
+    fn gang_request(&self, pod: &Pod) -> Result<Option<IndexedRequest>, (bool, String)> {
         let (labels, annotations, group) = pod_meta(pod);
         let resource = annotations
             .get(keys::RESOURCE)
             .map_or(self.config.parse.resource.as_str(), |r| r.trim());
-        let units = pod_units(pod, resource).map_err(|e| e.to_string())?;
+        let units = pod_units(pod, resource).map_err(|e| (false, e.to_string()))?;
         let requests = BTreeMap::from([(resource.to_owned(), units)]);
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let policy = match (group, &self.pod_groups) {
+            (Some(g), Some(groups)) => match groups.get(&(namespace.to_owned(), g.to_owned())) {
+                Some(p) => Some(p),
+                None if names_no_gang_itself(labels, annotations) => {
+                    return Err((
+                        true,
+                        format!("waiting to see PodGroup {namespace}/{g}, which the pod names"),
+                    ));
+                }
+                None => None,
+            },
+            _ => None,
+        };
         let meta = PodMeta {
-            namespace: pod.metadata.namespace.as_deref().unwrap_or("default"),
+            namespace,
             labels,
             annotations,
             requests: &requests,
             pod_group: group,
+            pod_group_policy: policy,
         };
-        let Some(request) = parse_gang(&meta, &self.config.parse).map_err(|e| e.to_string())?
+        let Some(request) =
+            parse_gang(&meta, &self.config.parse).map_err(|e| (false, e.to_string()))?
         else {
             return Ok(None);
         };
         if request.resource != self.config.parse.resource {
-            return Err(format!(
-                "gang {} counts in {} but this scheduler tracks {}",
-                request.gang, request.resource, self.config.parse.resource
+            return Err((
+                false,
+                format!(
+                    "gang {} counts in {} but this scheduler tracks {}",
+                    request.gang, request.resource, self.config.parse.resource
+                ),
             ));
         }
-        let index = pod_index(&meta).map_err(|e| e.to_string())?;
+        let index = pod_index(&meta).map_err(|e| (false, e.to_string()))?;
         Ok(Some((request, index)))
     }
 
@@ -172,12 +262,16 @@ impl State {
         let request = match self.gang_request(pod) {
             Ok(None) => return (FilterDecision::PassThrough, Publication::default()),
             Ok(Some(r)) => r,
-            Err(reason) => return self.reject(pod, false, "GangInvalid", reason),
+            Err((true, reason)) => return self.reject(pod, true, "GangPending", reason),
+            Err((false, reason)) => return self.reject(pod, false, "GangInvalid", reason),
         };
         let (request, index) = request;
         let Some(uid) = uid(pod) else {
             return self.reject(pod, false, "GangInvalid", "the pod has no UID".to_owned());
         };
+        self.remember_name(uid, pod);
+        // Known as the gang's before any outcome, so its deletion always reaches the engine.
+        self.pods.entry(uid.to_owned()).or_default().gang = Some(request.gang.clone());
         match self.engine.assign(&request, uid, index, now_ms) {
             Ok(a) => self.only(&request.gang, uid, a),
             Err(AssignError::Plan(PlanError::Pending { gang, why })) => self.reject(
@@ -206,6 +300,19 @@ impl State {
         match self.engine.refuse(&gang, uid, now_ms) {
             Ok(a) => self.only(&gang, uid, a),
             Err(e) => self.reject(pod, true, "GangPending", e.to_string()),
+        }
+    }
+
+    fn remember_name(&mut self, uid: &str, pod: &Pod) {
+        let record = self.pods.entry(uid.to_owned()).or_default();
+        if record.name.is_none() {
+            record.name = Some((
+                pod.metadata
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".to_owned()),
+                pod.metadata.name.clone().unwrap_or_default(),
+            ));
         }
     }
 
@@ -248,8 +355,35 @@ impl State {
         )
     }
 
-    /// The rank annotation, plus the rank list and placement summary on rank 0.
+    /// The rank annotation, plus the rank list and placement summary on rank 0; and rank 0's
+    /// list again when asking about another rank moved a rank (a repair, a dropped node), so
+    /// the launcher never reads a stale list.
     fn publication(&mut self, gang: &GangId, uid: &str, rank: u32) -> Publication {
+        let mut publication = Publication {
+            annotations: self.annotations_for(gang, uid, rank).unwrap_or_default(),
+            ..Publication::default()
+        };
+        if rank != 0
+            && let Some(first) = self.engine.pod_of_rank(gang, 0).map(str::to_owned)
+            && let Some((namespace, name)) = self.pods.get(&first).and_then(|r| r.name.clone())
+            && let Some(annotations) = self.annotations_for(gang, &first, 0)
+        {
+            publication.others.push(OtherPod {
+                namespace,
+                name,
+                annotations,
+            });
+        }
+        publication
+    }
+
+    /// What pod `uid` at `rank` should carry; `None` when it already got exactly that.
+    fn annotations_for(
+        &mut self,
+        gang: &GangId,
+        uid: &str,
+        rank: u32,
+    ) -> Option<BTreeMap<String, String>> {
         let mut annotations = BTreeMap::from([(keys::RANK.to_owned(), rank.to_string())]);
         if rank == 0
             && let Some(view) = self.engine.view(gang)
@@ -271,13 +405,10 @@ impl State {
         let digest = format!("{annotations:?}");
         let record = self.pods.entry(uid.to_owned()).or_default();
         if record.published.as_deref() == Some(digest.as_str()) {
-            return Publication::default();
+            return None;
         }
         record.published = Some(digest);
-        Publication {
-            annotations,
-            event: None,
-        }
+        Some(annotations)
     }
 
     /// For a pod outside any gang that needs the scheduled resource: which candidates have too
@@ -409,6 +540,69 @@ impl State {
         record.node = node;
         record.units = units;
         record.gang = gang.or(record.gang.take());
+    }
+
+    /// Takes back the plans a previous scheduler published (after a restart or a change of
+    /// leader), from every pod: the rank-to-node list on each gang's rank 0, and the ranks of
+    /// pods told one but not bound yet. Running pods were adopted at their ranks by
+    /// [`State::apply_pod`] already. Returns how many ranks hold a reservation again.
+    pub fn resume<'a>(&mut self, pods: impl IntoIterator<Item = &'a Pod>, now_ms: u64) -> usize {
+        struct Published {
+            request: GangRequest,
+            rank_nodes: Vec<String>,
+            waiting: Vec<(String, u32)>,
+        }
+        let mut gangs: BTreeMap<GangId, Published> = BTreeMap::new();
+        for pod in pods {
+            let (Some(rank), Some(uid), false) = (published_rank(pod), uid(pod), is_terminal(pod))
+            else {
+                continue;
+            };
+            let Ok(Some((request, _))) = self.gang_request(pod) else {
+                continue;
+            };
+            let size = request.size as usize;
+            let entry = gangs
+                .entry(request.gang.clone())
+                .or_insert_with(|| Published {
+                    request,
+                    rank_nodes: Vec::new(),
+                    waiting: Vec::new(),
+                });
+            if rank == 0
+                && let Some(list) = pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(keys::RANK_NODES))
+            {
+                entry.rank_nodes = list
+                    .split(',')
+                    .take(size)
+                    .map(|n| n.trim().to_owned())
+                    .collect();
+            }
+            if bound_node(pod).is_none() {
+                entry.waiting.push((uid.to_owned(), rank));
+                self.remember_name(uid, pod);
+            }
+        }
+        let mut restored = 0;
+        for (gang, p) in gangs {
+            match self
+                .engine
+                .restore(&p.request, &p.rank_nodes, &p.waiting, now_ms)
+            {
+                Ok(n) => {
+                    restored += n;
+                    if n > 0 {
+                        tracing::info!(%gang, ranks = n, "took back a published reservation");
+                    }
+                }
+                Err(e) => tracing::warn!(%gang, error = %e, "cannot take back a published plan"),
+            }
+        }
+        restored
     }
 
     /// A pod was deleted.

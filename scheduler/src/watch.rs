@@ -11,13 +11,16 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use serde_json::json;
+use tokio::sync::oneshot;
 
+use crate::metrics::Metrics;
 use crate::publish::{BindFuture, Publisher};
 use crate::state::State;
 
@@ -33,8 +36,14 @@ fn with_state(state: &Mutex<State>, f: impl FnOnce(&mut State)) {
     }
 }
 
-/// Keeps the node view in step with the API server.
-pub async fn watch_nodes(client: Client, state: Arc<Mutex<State>>, start: Instant) {
+/// Keeps the node view in step with the API server; `loaded` fires once the first list is in.
+pub async fn watch_nodes(
+    client: Client,
+    state: Arc<Mutex<State>>,
+    start: Instant,
+    loaded: oneshot::Sender<()>,
+) {
+    let mut loaded = Some(loaded);
     let api: Api<Node> = Api::all(client);
     let mut stream = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
@@ -67,15 +76,29 @@ pub async fn watch_nodes(client: Client, state: Arc<Mutex<State>>, start: Instan
                 });
                 known = listed.clone();
                 tracing::info!(nodes = known.len(), "node list loaded");
+                if let Some(tx) = loaded.take() {
+                    let _ = tx.send(());
+                }
             }
             Err(e) => tracing::warn!(error = %e, "node watch error; retrying"),
         }
     }
 }
 
-/// Keeps usage and gang pods in step with the API server; marks the state ready once both the
-/// first pod list and `nodes_ready` are in.
-pub async fn watch_pods(client: Client, state: Arc<Mutex<State>>, start: Instant) {
+/// Keeps usage and gang pods in step with the API server. Starts once `nodes_loaded` fires
+/// (running pods are adopted onto known nodes); after the first pod list it takes back the
+/// reservations a previous scheduler published and marks the state ready.
+pub async fn watch_pods(
+    client: Client,
+    state: Arc<Mutex<State>>,
+    start: Instant,
+    nodes_loaded: oneshot::Receiver<()>,
+) {
+    if nodes_loaded.await.is_err() {
+        tracing::error!("the node watch ended before its first list; pods are not watched");
+        return;
+    }
+    let mut first = true;
     let api: Api<Pod> = Api::all(client);
     let mut stream = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
@@ -106,8 +129,12 @@ pub async fn watch_pods(client: Client, state: Arc<Mutex<State>>, start: Instant
                     for p in &gone {
                         s.delete_pod(p);
                     }
+                    if first {
+                        s.resume(listed.values(), now);
+                    }
                     s.set_ready();
                 });
+                first = false;
                 known = std::mem::take(&mut listed);
                 tracing::info!(pods = known.len(), "pod list loaded; ready");
             }
@@ -116,16 +143,57 @@ pub async fn watch_pods(client: Client, state: Arc<Mutex<State>>, start: Instant
     }
 }
 
+/// Keeps the upstream PodGroups (scheduling.k8s.io/v1alpha2) in view, so pods naming one get
+/// its gang policy. When the API server does not serve them (the GenericWorkload feature and
+/// the v1alpha2 API are off by default in 1.36), says so once and returns: gangs then need
+/// their size on the pods.
+pub async fn watch_pod_groups(client: Client, state: Arc<Mutex<State>>) {
+    let api: Api<PodGroup> = Api::all(client);
+    match api.list(&ListParams::default().limit(1)).await {
+        Ok(_) => with_state(&state, State::watch_pod_groups),
+        Err(e) => {
+            tracing::info!(error = %e, "PodGroups (scheduling.k8s.io/v1alpha2) not readable; \
+                gangs naming one need sched.spinel.dev/gang-size");
+            return;
+        }
+    }
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(WatchEvent::InitApply(g)) | Ok(WatchEvent::Apply(g)) => {
+                with_state(&state, |s| s.apply_pod_group(&g));
+            }
+            Ok(WatchEvent::Delete(g)) => with_state(&state, |s| {
+                s.delete_pod_group(
+                    g.metadata.namespace.as_deref().unwrap_or_default(),
+                    g.metadata.name.as_deref().unwrap_or_default(),
+                )
+            }),
+            Ok(WatchEvent::Init) | Ok(WatchEvent::InitDone) => {}
+            Err(e) => tracing::warn!(error = %e, "PodGroup watch error; retrying"),
+        }
+    }
+}
+
 /// Releases reservations of gangs that stop making progress.
-pub async fn expire_loop(state: Arc<Mutex<State>>, start: Instant, every: Duration) {
+pub async fn expire_loop(
+    state: Arc<Mutex<State>>,
+    metrics: Arc<Metrics>,
+    start: Instant,
+    every: Duration,
+) {
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
         let now = elapsed_ms(start);
         with_state(&state, |s| {
-            for gang in s.expire(now) {
+            let expired = s.expire(now);
+            for gang in &expired {
                 tracing::info!(%gang, "reservation expired before every pod was bound");
             }
+            metrics.expired(expired.len());
         });
     }
 }

@@ -67,11 +67,18 @@ fn rbac_grants_only_what_the_scheduler_uses() {
             "coordination.k8s.io/leases:update",
             "events.k8s.io/events:create",
             "events.k8s.io/events:patch",
+            "scheduling.k8s.io/podgroups:get",
+            "scheduling.k8s.io/podgroups:list",
+            "scheduling.k8s.io/podgroups:watch",
         ]
     );
     let deployment = documents("deployment.yaml");
     let pod = &deployment[0]["spec"]["template"]["spec"];
     assert_eq!(pod["serviceAccountName"], "spinel-scheduler");
+    // More than one replica only with leader election: two deciders would double-book.
+    let replicas = deployment[0]["spec"]["replicas"].as_i64().unwrap();
+    let args = pod["containers"][0]["args"].as_array().unwrap();
+    assert!(replicas == 1 || args.iter().any(|a| a == "--leader-elect"));
     assert_eq!(
         pod["containers"][0]["readinessProbe"]["httpGet"]["path"],
         "/readyz"

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
@@ -29,6 +30,7 @@ struct Harness {
     router: axum::Router,
     recorder: Arc<Recorder>,
     state: Arc<Mutex<State>>,
+    leading: Arc<AtomicBool>,
 }
 
 fn harness(options: ServerOptions, ready: bool) -> Harness {
@@ -45,11 +47,13 @@ fn harness(options: ServerOptions, ready: bool) -> Harness {
         }
     }
     let recorder = Arc::new(Recorder::default());
-    let app = App::new(state.clone(), recorder.clone(), options);
+    let leading = Arc::new(AtomicBool::new(true));
+    let app = App::new(state.clone(), recorder.clone(), options).with_leadership(leading.clone());
     Harness {
         router: router(app),
         recorder,
         state,
+        leading,
     }
 }
 
@@ -403,6 +407,12 @@ async fn readiness_follows_the_cluster_view() {
         call(&h, "GET", "/readyz", vec![]).await.0,
         StatusCode::SERVICE_UNAVAILABLE
     );
+    // An empty view would call every gang impossible: nothing is decided before it loads.
+    let body = fixture("requests/filter-gang-rank0-names.json");
+    let (status, bytes) = call(&h, "POST", "/filter", body).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(String::from_utf8_lossy(&bytes).contains("not loaded yet"));
+    assert!(h.recorder.effects().is_empty());
     h.state.lock().unwrap().set_ready();
     assert_eq!(call(&h, "GET", "/readyz", vec![]).await.0, StatusCode::OK);
 }
@@ -460,4 +470,103 @@ async fn pods_outside_gangs_keep_off_reserved_nodes() {
     assert_eq!(out.failed_nodes.len(), 4);
     assert!(out.failed_nodes.keys().all(|n| n.starts_with("gpu-s0-l1-")));
     assert!(out.failed_and_unresolvable_nodes.is_empty());
+}
+
+/// The value of the sample `line` (name and labels) in the OpenMetrics text.
+fn sample(text: &str, line: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(line)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+#[tokio::test]
+async fn metrics_count_requests_decisions_and_reservations() {
+    let h = harness(
+        ServerOptions {
+            max_body_bytes: 1 << 20,
+            bind: false,
+        },
+        true,
+    );
+    filter(&h, fixture("requests/filter-gang-rank0-names.json")).await;
+    filter(&h, fixture("requests/filter-plain-pod-names.json")).await;
+    filter(&h, fixture("requests/filter-invalid-gang-names.json")).await;
+    call(
+        &h,
+        "POST",
+        "/filter",
+        fixture("requests/malformed-no-pod.json"),
+    )
+    .await;
+    call(&h, "POST", "/prioritize", vec![b' '; 2 << 20]).await;
+    let (status, bytes) = call(&h, "GET", "/metrics", vec![]).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = String::from_utf8(bytes).unwrap();
+    let at = |line: &str| sample(&text, line).unwrap_or_else(|| panic!("{line} in\n{text}"));
+    assert_eq!(
+        at(r#"spinel_scheduler_decisions_total{decision="placed"}"#),
+        1.0
+    );
+    assert_eq!(
+        at(r#"spinel_scheduler_decisions_total{decision="pass_through"}"#),
+        1.0
+    );
+    assert_eq!(
+        at(r#"spinel_scheduler_decisions_total{decision="unschedulable"}"#),
+        1.0
+    );
+    assert_eq!(
+        at(r#"spinel_scheduler_rejected_requests_total{verb="filter",code="400"}"#),
+        1.0
+    );
+    assert_eq!(
+        at(r#"spinel_scheduler_rejected_requests_total{verb="prioritize",code="413"}"#),
+        1.0
+    );
+    assert_eq!(
+        at(r#"spinel_scheduler_request_duration_seconds_count{verb="filter"}"#),
+        4.0
+    );
+    // The gang holds its four ranks (8 GPUs each) and the invalid one waits for nothing.
+    assert_eq!(at("spinel_scheduler_reserved_ranks"), 4.0);
+    assert_eq!(at("spinel_scheduler_reserved_units"), 32.0);
+    assert_eq!(at("spinel_scheduler_gangs"), 1.0);
+    assert_eq!(at("spinel_scheduler_nodes"), 16.0);
+    // gpu-s0-l0-00 carries the degraded taint.
+    assert_eq!(at("spinel_scheduler_unusable_nodes"), 1.0);
+    assert_eq!(at("spinel_scheduler_leader"), 1.0);
+}
+
+#[tokio::test]
+async fn a_standby_replica_decides_nothing() {
+    let h = harness(ServerOptions::default(), true);
+    h.leading.store(false, Ordering::Release);
+    for (method, path, body) in [
+        (
+            "POST",
+            "/filter",
+            fixture("requests/filter-gang-rank0-names.json"),
+        ),
+        (
+            "POST",
+            "/prioritize",
+            fixture("requests/prioritize-gang-rank1-names.json"),
+        ),
+        ("POST", "/bind", fixture("requests/bind-rank0.json")),
+        ("GET", "/readyz", vec![]),
+    ] {
+        let (status, bytes) = call(&h, method, path, body).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        assert!(
+            String::from_utf8_lossy(&bytes).contains("standby"),
+            "{path}"
+        );
+    }
+    assert_eq!(call(&h, "GET", "/healthz", vec![]).await.0, StatusCode::OK);
+    assert!(h.recorder.effects().is_empty(), "a standby published");
+    assert_eq!(h.state.lock().unwrap().engine().stats().gangs, 0);
+    // Leading again: the same request is decided.
+    h.leading.store(true, Ordering::Release);
+    let out = filter(&h, fixture("requests/filter-gang-rank0-names.json")).await;
+    assert_eq!(out.node_names.unwrap().len(), 1);
 }

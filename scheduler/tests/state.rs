@@ -121,3 +121,180 @@ fn after_a_restart_running_ranks_are_kept_and_the_rest_join_them() {
     );
     assert_eq!(totals(&s), (8, 8));
 }
+
+fn with_annotations(mut pod: Pod, notes: &[(&str, &str)]) -> Pod {
+    let a = pod
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    for (k, v) in notes {
+        a.insert((*k).to_owned(), (*v).to_owned());
+    }
+    pod
+}
+
+fn four_pod_pod(rank: u32, node: Option<&str>) -> Pod {
+    let mut pod = gang_pod(rank, node);
+    pod.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert("sched.spinel.dev/gang-size".to_owned(), "4".to_owned());
+    pod
+}
+
+#[test]
+fn a_new_leader_takes_back_the_published_plan() {
+    // The previous leader planned the 4-pod gang, published it on rank 0, and ranks 0-1 run.
+    let mut old = State::new(Config::default());
+    for n in nodes() {
+        old.apply_node(&n, 0);
+    }
+    let mut planned = Vec::new();
+    let mut rank0 = None;
+    for r in 0..4 {
+        let (d, p) = old.filter(&four_pod_pod(r, None), 0);
+        let FilterDecision::Only { node, .. } = d else {
+            panic!("{d:?}")
+        };
+        planned.push(node);
+        if r == 0 {
+            rank0 = Some(p.annotations);
+        }
+    }
+    let list = rank0.unwrap()["sched.spinel.dev/rank-nodes"].clone();
+    assert_eq!(list, planned.join(","));
+    // What the new leader lists: every pod with what the old one published.
+    let pods: Vec<Pod> = (0..4u32)
+        .map(|r| {
+            let rank = r.to_string();
+            let mut notes = vec![("sched.spinel.dev/rank", rank.as_str())];
+            if r == 0 {
+                notes.push(("sched.spinel.dev/rank-nodes", &list));
+            }
+            let node = (r < 2).then(|| planned[r as usize].as_str());
+            with_annotations(four_pod_pod(r, node), &notes)
+        })
+        .collect();
+    let mut new = State::new(Config::default());
+    for n in nodes() {
+        new.apply_node(&n, 0);
+    }
+    for p in &pods {
+        new.apply_pod(p, 0);
+    }
+    assert_eq!(new.resume(&pods, 0), 2, "ranks 2 and 3 reserved again");
+    assert_eq!(totals(&new), (16, 16));
+    // Another gang cannot get the held nodes; the waiting pods get theirs.
+    let other: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "o-0", "namespace": "ml", "uid": "o0",
+            "labels": {"sched.spinel.dev/gang": "o"},
+            "annotations": {"sched.spinel.dev/gang-size": "1"}},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+    }))
+    .unwrap();
+    let (d, _) = new.filter(&other, 1);
+    let FilterDecision::Only { node, .. } = d else {
+        panic!("{d:?}")
+    };
+    assert!(!planned.contains(&node), "{node} promised twice");
+    for r in 2..4 {
+        let (d, _) = new.filter(&pods[r], 2);
+        assert!(
+            matches!(&d, FilterDecision::Only { node, rank, .. } if *node == planned[r] && *rank == r as u32),
+            "{d:?}"
+        );
+    }
+}
+
+#[test]
+fn rank_zero_gets_the_list_again_when_a_rank_moves() {
+    let mut s = State::new(Config::default());
+    for n in nodes() {
+        s.apply_node(&n, 0);
+    }
+    let (_, first) = s.filter(&gang_pod(0, None), 0);
+    let before = first.annotations["sched.spinel.dev/rank-nodes"].clone();
+    // kube-scheduler's own filters drop rank 1's planned node: it is placed again.
+    let (d, _) = s.filter(&gang_pod(1, None), 1);
+    let FilterDecision::Only { node: dropped, .. } = d else {
+        panic!("{d:?}")
+    };
+    let (d, p) = s.refuse(&gang_pod(1, None), 2);
+    let FilterDecision::Only { node: moved, .. } = d else {
+        panic!("{d:?}")
+    };
+    assert_ne!(moved, dropped);
+    assert_eq!(p.others.len(), 1, "{p:?}");
+    let other = &p.others[0];
+    assert_eq!(
+        (other.namespace.as_str(), other.name.as_str()),
+        ("ml", "g-0")
+    );
+    let after = &other.annotations["sched.spinel.dev/rank-nodes"];
+    assert_ne!(after, &before);
+    assert_eq!(after.split(',').nth(1), Some(moved.as_str()));
+    // Nothing moved since: asking about rank 1 again republishes nothing on rank 0.
+    let (_, p) = s.filter(&gang_pod(1, None), 3);
+    assert!(p.others.is_empty(), "{p:?}");
+}
+
+#[test]
+fn a_pod_naming_an_upstream_pod_group_gets_its_size_from_it() {
+    let mut s = State::new(Config::default());
+    for n in nodes() {
+        s.apply_node(&n, 0);
+    }
+    let pod = |i: u32| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("w-{i}"), "namespace": "ml", "uid": format!("w{i}")},
+            "spec": {"schedulingGroup": {"podGroupName": "pg"}, "containers": [{"name": "c",
+                "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+        }))
+        .unwrap()
+    };
+    // The API is not watched: the pod must carry its size.
+    let (d, _) = s.filter(&pod(0), 0);
+    assert!(
+        matches!(&d, FilterDecision::Reject { resolvable: false, reason } if reason.contains("gang-size")),
+        "{d:?}"
+    );
+    // Watched but not seen yet: the pod waits for it.
+    s.watch_pod_groups();
+    let (d, _) = s.filter(&pod(0), 1);
+    assert!(
+        matches!(&d, FilterDecision::Reject { resolvable: true, reason } if reason.contains("waiting to see PodGroup ml/pg")),
+        "{d:?}"
+    );
+    let group = serde_json::from_value(json!({
+        "metadata": {"name": "pg", "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                 "schedulingConstraints": {"topology": [{"key": "fabric.spinel.dev/tier-1"}]}}
+    }))
+    .unwrap();
+    s.apply_pod_group(&group);
+    let mut leaves = Vec::new();
+    for i in 0..2 {
+        let (d, _) = s.filter(&pod(i), 2);
+        let FilterDecision::Only { node, .. } = d else {
+            panic!("{d:?}")
+        };
+        leaves.push(node[..9].to_owned());
+    }
+    assert_eq!(
+        leaves[0], leaves[1],
+        "the PodGroup's topology key holds it in one leaf"
+    );
+    assert_eq!(s.engine().stats().reserved_ranks, 2, "a gang of minCount 2");
+    s.delete_pod_group("ml", "pg");
+    let (d, _) = s.filter(&pod(9), 3);
+    assert!(
+        matches!(
+            d,
+            FilterDecision::Reject {
+                resolvable: true,
+                ..
+            }
+        ),
+        "{d:?}"
+    );
+}

@@ -188,7 +188,7 @@ pub fn spinelctl_binary() -> &'static Path {
     BIN.get_or_init(|| built("spinelctl", "spinelctl", "SPINELCTL_BIN"))
 }
 
-fn built(package: &str, bin: &str, env_override: &str) -> PathBuf {
+pub(crate) fn built(package: &str, bin: &str, env_override: &str) -> PathBuf {
     if let Some(path) = std::env::var_os(env_override) {
         let path = PathBuf::from(path);
         assert!(

@@ -7,7 +7,7 @@
 //! build script, as every test in this tier fails loudly on a missing tool.
 
 use std::fs;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -206,6 +206,12 @@ impl ControlPlane {
         }
     }
 
+    /// Runs kube-scheduler with this configuration from the next start on (after
+    /// [`Self::terminate`] or [`Self::kill`]): the same cluster under another scheduler.
+    pub fn set_scheduler(&mut self, config_yaml: &str) {
+        self.opts.scheduler_config = Some(config_yaml.to_owned());
+    }
+
     /// Starts the harness again on the same data directory and port after [`Self::kill`] or
     /// [`Self::terminate`], and waits until it is ready.
     pub fn start_again(&mut self) {
@@ -252,11 +258,13 @@ impl ControlPlane {
         for flag in &self.opts.apiserver_args {
             cmd.arg(format!("--apiserver-arg={flag}"));
         }
-        let log = fs::OpenOptions::new()
+        let mut log = fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)
             .expect("open spinel-k8s log");
+        // The command line heads each run's log: what a failed start was asked to do.
+        let _ = writeln!(log, "--- {cmd:?}");
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(log);
         let mut child = cmd
             .spawn()

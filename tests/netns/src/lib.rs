@@ -8,13 +8,16 @@
 // A test harness fails loudly: panicking on setup errors is its contract.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+pub mod cluster;
 pub mod cni;
 pub mod fabric;
 pub mod iproute2;
 pub mod k8s;
+pub mod live_fabric;
 pub mod lldpd;
 pub mod node;
 pub mod sandbox;
+pub mod sched;
 
 pub use node::SimNode;
 pub use sandbox::Sandbox;

@@ -1,0 +1,217 @@
+//! One node's report (`NodeFabric.spec`) as inference reads it: the NICs its agent found and
+//! the neighbours it sees. The table is parsed strictly once per change of the report and
+//! kept compact (only what inference reads), so 100k nodes' tables fit in a few hundred MiB.
+
+use serde::Deserialize as _;
+use spinel_api::crd::NodeFabric;
+use spinel_wire::neighbor::{
+    Capability, ChassisIdSubtype, NeighborTable, PortIdSubtype, Role, SCHEMA,
+};
+use topo_discovery::fabric::{FabricBuilder, NeighborSighting, ObserverFacts};
+
+/// What one node reported, as far as inference is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeReport {
+    /// The object's uid: a deleted and recreated report is a new one even at generation 1.
+    pub uid: String,
+    /// `metadata.generation` of the spec read.
+    pub generation: i64,
+    /// The RoCE NICs the agent found (the node's fabric NICs).
+    pub nics: Vec<String>,
+    /// The neighbour table, or why it cannot be used.
+    pub table: Result<HostTable, String>,
+}
+
+/// A host's neighbour table, reduced to what inference reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostTable {
+    chassis: Option<(ChassisIdSubtype, Box<str>)>,
+    ports: Vec<HostPort>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostPort {
+    name: Box<str>,
+    neighbors: Vec<Seen>,
+}
+
+/// One neighbour on one port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    chassis: (ChassisIdSubtype, Box<str>),
+    port: (PortIdSubtype, Box<str>),
+    port_description: Option<Box<str>>,
+    system_name: Option<Box<str>>,
+    capabilities: Option<Box<[Capability]>>,
+}
+
+impl NodeReport {
+    /// The report in `nf`, named by the object; `None` for an object without a name.
+    pub fn from_object(nf: &NodeFabric) -> Option<(String, Self)> {
+        let name = nf.metadata.name.clone()?;
+        let table = if nf.spec.node_name != name {
+            Err(format!(
+                "spec.nodeName {:?} is not the object's name",
+                nf.spec.node_name
+            ))
+        } else {
+            HostTable::parse(&name, &nf.spec.lldp)
+        };
+        let report = Self {
+            uid: nf.metadata.uid.clone().unwrap_or_default(),
+            generation: nf.metadata.generation.unwrap_or(0),
+            nics: nf.spec.nics.iter().map(|n| n.name.clone()).collect(),
+            table,
+        };
+        Some((name, report))
+    }
+
+    /// Whether `other` is the same version of the same object (nothing to recompute).
+    pub fn same_version(&self, other: &Self) -> bool {
+        self.uid == other.uid && self.generation == other.generation
+    }
+}
+
+impl HostTable {
+    /// Parses `spec.lldp` of node `node`: a `spinel.dev/neighbors/v1` table whose observer is
+    /// that node (a report cannot speak for another node) and, if it says, a host.
+    pub fn parse(node: &str, lldp: &serde_json::Value) -> Result<Self, String> {
+        let found = lldp.get("schema").and_then(serde_json::Value::as_str);
+        if found != Some(SCHEMA) {
+            return Err(format!(
+                "spec.lldp: schema {found:?} is not {SCHEMA:?} (agent too old or too new?)"
+            ));
+        }
+        let table = NeighborTable::deserialize(lldp).map_err(|e| format!("spec.lldp: {e}"))?;
+        if table.observer.name != node {
+            return Err(format!(
+                "spec.lldp: the observer is {:?}, not this node",
+                table.observer.name
+            ));
+        }
+        if table.observer.role == Some(Role::Switch) {
+            return Err("spec.lldp: the observer says it is a switch".to_owned());
+        }
+        Ok(Self::from_table(&table))
+    }
+
+    fn from_table(table: &NeighborTable) -> Self {
+        let boxed = |s: &Option<String>| s.as_deref().map(Box::from);
+        Self {
+            chassis: table
+                .observer
+                .chassis_id
+                .as_ref()
+                .map(|c| (c.subtype, Box::from(c.value.as_str()))),
+            ports: table
+                .ports
+                .iter()
+                .map(|p| HostPort {
+                    name: Box::from(p.port.as_str()),
+                    neighbors: p
+                        .neighbors
+                        .iter()
+                        .map(|n| Seen {
+                            chassis: (n.chassis_id.subtype, Box::from(n.chassis_id.value.as_str())),
+                            port: (n.port_id.subtype, Box::from(n.port_id.value.as_str())),
+                            port_description: boxed(&n.port_description),
+                            system_name: boxed(&n.system_name),
+                            capabilities: n
+                                .capabilities
+                                .as_ref()
+                                .map(|c| c.enabled.clone().into_boxed_slice()),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Adds the table to `builder` as host `node`'s.
+    pub fn add_to(&self, node: &str, builder: &mut FabricBuilder) {
+        let chassis = self.chassis.as_ref().map(|(s, v)| (*s, &**v));
+        let table = builder.begin_table(node, chassis, Some(Role::Host), &ObserverFacts::default());
+        for port in &self.ports {
+            let handle = builder.add_port(table, &port.name);
+            for n in &port.neighbors {
+                builder.add_neighbor(
+                    handle,
+                    &NeighborSighting {
+                        chassis_id: (n.chassis.0, &n.chassis.1),
+                        port_id: (n.port.0, &n.port.1),
+                        port_description: n.port_description.as_deref(),
+                        system_name: n.system_name.as_deref(),
+                        capabilities: n.capabilities.as_deref(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Neighbours in the table.
+    pub fn neighbor_count(&self) -> usize {
+        self.ports.iter().map(|p| p.neighbors.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn table(observer: &str) -> serde_json::Value {
+        json!({
+            "schema": SCHEMA,
+            "observer": {"name": observer, "role": "host"},
+            "ports": [{"port": "ens1f0np0", "neighbors": [{
+                "chassis_id": {"subtype": "mac_address", "value": "0c:42:a1:00:00:01"},
+                "port_id": {"subtype": "interface_name", "value": "swp1"},
+                "ttl": 120,
+                "system_name": "leaf1",
+                "capabilities": {"supported": ["bridge", "router"], "enabled": ["bridge", "router"]},
+            }]}],
+        })
+    }
+
+    #[test]
+    fn a_report_speaks_only_for_its_own_node() {
+        let t = HostTable::parse("h1", &table("h1")).unwrap();
+        assert_eq!(t.neighbor_count(), 1);
+        let err = HostTable::parse("h1", &table("h2")).unwrap_err();
+        assert!(err.contains("\"h2\""), "{err}");
+        let mut switch = table("h1");
+        switch["observer"]["role"] = json!("switch");
+        assert!(HostTable::parse("h1", &switch).is_err());
+    }
+
+    #[test]
+    fn tables_of_another_schema_or_shape_are_named_unusable() {
+        let mut old = table("h1");
+        old["schema"] = json!("spinel.dev/neighbors/v0");
+        assert!(HostTable::parse("h1", &old).unwrap_err().contains("v0"));
+        let mut extra = table("h1");
+        extra["ports"][0]["bogus"] = json!(1);
+        assert!(
+            HostTable::parse("h1", &extra)
+                .unwrap_err()
+                .contains("bogus")
+        );
+        assert!(HostTable::parse("h1", &json!({})).is_err());
+    }
+
+    #[test]
+    fn the_compact_table_feeds_inference_like_the_full_one() {
+        let value = table("h1");
+        let full: NeighborTable = serde_json::from_value(value.clone()).unwrap();
+        let mut a = FabricBuilder::new();
+        a.add_table(&full);
+        let mut b = FabricBuilder::new();
+        HostTable::parse("h1", &value).unwrap().add_to("h1", &mut b);
+        let options = topo_discovery::fabric::InferOptions {
+            hosts: vec!["h1".into()],
+            ..Default::default()
+        };
+        assert_eq!(a.infer(&options), b.infer(&options));
+    }
+}
