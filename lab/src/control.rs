@@ -10,7 +10,7 @@ use nix::unistd::Pid;
 
 use crate::plan::LabSize;
 use crate::state::{StateDir, Swept};
-use crate::supervisor::{Phase, Status, read_status};
+use crate::supervisor::{Phase, Status, Step, read_status};
 
 /// How long `down` waits for the supervisor to stop its processes before killing them.
 const DOWN_GRACE: Duration = Duration::from_secs(45);
@@ -21,7 +21,7 @@ pub fn up(
     state: &StateDir,
     size: &LabSize,
     timeout: Duration,
-    mut progress: impl FnMut(&Status),
+    mut progress: impl FnMut(&Step),
 ) -> anyhow::Result<Status> {
     require_root()?;
     size.validate()?;
@@ -64,16 +64,16 @@ fn wait_ready(
     state: &StateDir,
     pid: u32,
     timeout: Duration,
-    progress: &mut impl FnMut(&Status),
+    progress: &mut impl FnMut(&Step),
 ) -> anyhow::Result<Status> {
     let deadline = Instant::now() + timeout;
     let mut shown = 0usize;
     loop {
         if let Some(status) = read_status(state)? {
-            if status.steps.len() != shown || status.phase != Phase::Starting {
-                shown = status.steps.len();
-                progress(&status);
+            for step in status.steps.iter().skip(shown) {
+                progress(step);
             }
+            shown = shown.max(status.steps.len());
             match status.phase {
                 Phase::Ready => return Ok(status),
                 Phase::Failed | Phase::Stopping => bail!(

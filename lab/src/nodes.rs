@@ -36,9 +36,10 @@ pub fn build(fabric: &mut Fabric, node: &Node, sysfs_root: &Path) -> anyhow::Res
                 .socket(&node.name)?
                 .create_macvlan(pf, &vf.ifname, ns.as_fd(), Some(FABRIC_MTU), Some(mac))
                 .with_context(|| format!("{}: VF {}", node.name, vf.ifname))?;
+            // No RDMA device under the VF: this kernel has no RDMA subsystem for the CNI to
+            // move one with (the kernel tier covers that with rdma_rxe).
             sysfs
                 .try_add_vf(&nic.pci, vf.index, &vf.pci, Some(&vf.ifname), VF_DRIVER)
-                .and_then(|()| sysfs.try_add_rdma(&vf.pci, &vf.rdma))
                 .with_context(|| format!("{}: sysfs of {}", node.name, vf.ifname))?;
         }
     }

@@ -19,6 +19,9 @@ use crate::procs::{ProcessState, Processes, Spec};
 use crate::state::{LabLock, LabRecord, StateDir};
 use crate::switches;
 
+/// How long discovery may take before the lab gives up.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// How long a component gets to stop after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -260,14 +263,20 @@ impl Supervisor {
             plan.nodes.len()
         ))?;
 
-        self.start_components(&cp, extender).await?;
-        self.step("spinel-fabric-controller, spinel-scheduler, one spinel-agent per node")?;
+        self.start_components(&cp).await?;
+        self.step("spinel-fabric-controller, one spinel-agent per node")?;
 
         captures
             .await
             .context("switch table captures")?
             .context("switch tables")?;
         self.step("switch LLDP tables captured for the controller")?;
+        self.wait_discovered(&cp).await?;
+        self.step("fabric discovered: every node carries its topology labels")?;
+        // Started once nodes are labelled: a spinel-scheduler that lists Nodes before their
+        // labels arrive keeps an incomplete view (a defect open in the scheduler).
+        self.start_scheduler(&cp, extender).await?;
+        self.step("spinel-scheduler (kube-scheduler's extender)")?;
         Ok(cp)
     }
 
@@ -297,11 +306,48 @@ impl Supervisor {
         })
     }
 
-    async fn start_components(
+    /// Starts spinel-scheduler, the extender kube-scheduler calls.
+    async fn start_scheduler(
         &mut self,
         cp: &ControlPlane,
         extender: SocketAddr,
     ) -> anyhow::Result<()> {
+        let kubeconfig = cp
+            .component_kubeconfig(&self.state, "spinel-scheduler")
+            .await?;
+        let mut spec = Spec::new(
+            "spinel-scheduler",
+            &self.bins.scheduler,
+            ["--listen".to_owned(), extender.to_string()],
+        );
+        spec.env
+            .push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+        self.procs.start(spec)?;
+        Ok(())
+    }
+
+    /// Waits until the agents carry the controller's labels on every node.
+    async fn wait_discovered(&self, cp: &ControlPlane) -> anyhow::Result<()> {
+        let deadline = Instant::now() + DISCOVERY_TIMEOUT;
+        loop {
+            let views = crate::observe::nodes(&cp.admin, &self.plan).await?;
+            let labelled = views.values().filter(|v| !v.labels.is_empty()).count();
+            if labelled == self.plan.nodes.len() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "{labelled} of {} nodes labelled after {} s; see the agents' and the \
+                     controller's logs",
+                    self.plan.nodes.len(),
+                    DISCOVERY_TIMEOUT.as_secs()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn start_components(&mut self, cp: &ControlPlane) -> anyhow::Result<()> {
         let state = self.state.clone();
         let controller_kc = cp
             .component_kubeconfig(&state, "spinel-fabric-controller")
@@ -324,16 +370,6 @@ impl Supervisor {
         );
         spec.env
             .push(("POD_NAME".into(), "spinel-fabric-controller-lab".into()));
-        self.procs.start(spec)?;
-
-        let scheduler_kc = cp.component_kubeconfig(&state, "spinel-scheduler").await?;
-        let mut spec = Spec::new(
-            "spinel-scheduler",
-            &self.bins.scheduler,
-            ["--listen".to_owned(), extender.to_string()],
-        );
-        spec.env
-            .push(("KUBECONFIG".into(), scheduler_kc.display().to_string()));
         self.procs.start(spec)?;
 
         let agent_config = state.nodes().join("agent.yaml");

@@ -9,7 +9,7 @@ use anyhow::Context;
 use spinel_lab::plan::{LabSize, Plan};
 use spinel_lab::scenario::{self, Report};
 use spinel_lab::state::{DEFAULT_DIR, StateDir};
-use spinel_lab::supervisor::{Binaries, Phase, Status, read_status};
+use spinel_lab::supervisor::{Binaries, Phase, Status, Step, read_status};
 use spinel_lab::{control, fabric::Fabric, observe, picture};
 
 /// How long `up` waits for the lab to be ready.
@@ -171,10 +171,8 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn print_progress(status: &Status) {
-    if let Some(step) = status.steps.last() {
-        eprintln!("  {:>6.1} s  {}", step.ms as f64 / 1000.0, step.name);
-    }
+fn print_progress(step: &Step) {
+    eprintln!("  {:>6.1} s  {}", step.ms as f64 / 1000.0, step.name);
 }
 
 fn total_ms(status: &Status) -> u64 {

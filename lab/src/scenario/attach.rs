@@ -92,6 +92,17 @@ impl Cni {
         NetNs::remove_at(&path).with_context(|| format!("remove {}", path.display()))
     }
 
+    /// Marks a VF in use (or not) without attaching it, as a device plugin holding a device
+    /// for another pod would.
+    pub fn hold(&mut self, node: &str, pci: &str, held: bool) {
+        let key = (node.to_owned(), pci.to_owned());
+        if held {
+            self.used.insert(key);
+        } else {
+            self.used.remove(&key);
+        }
+    }
+
     /// The first VF of `nic` on `node` no pod uses, as the device plugin would hand it out.
     fn pick_vf<'a>(&self, node: &Node, nic: &'a Nic) -> anyhow::Result<&'a Vf> {
         nic.vfs
@@ -191,8 +202,8 @@ impl Cni {
             "capabilities": {"deviceID": true},
             "runtimeConfig": {"deviceID": vf.pci},
             "mtu": FABRIC_MTU,
-            // No kernel here has RDMA: the GID is looked for but its absence is not an error.
-            "rdma": {"gid": "optional", "gidTimeoutMs": 200},
+            // No RDMA in this kernel: no RoCE v2 GID to wait for (the kernel tier checks it).
+            "rdma": {"gid": "off"},
             "ipam": {
                 "type": "host-local",
                 "dataDir": dirs.ipam(),

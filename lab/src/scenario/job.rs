@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 use spinel_api::scheduling as keys;
@@ -58,16 +58,26 @@ pub struct Placed {
     pub node: String,
 }
 
-/// Creates the jobs' namespace.
+/// Creates the jobs' namespace and its default ServiceAccount (no controller manager runs in
+/// the lab to make it).
 pub async fn ensure_namespace(admin: &kube::Client) -> anyhow::Result<()> {
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": JOBS_NAMESPACE}}))?;
-    match Api::<Namespace>::all(admin.clone())
+    let created = Api::<Namespace>::all(admin.clone())
         .create(&PostParams::default(), &ns)
-        .await
-    {
+        .await;
+    exists_ok(created).context("create the jobs' namespace")?;
+    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "default"}}))?;
+    let created = Api::<ServiceAccount>::namespaced(admin.clone(), JOBS_NAMESPACE)
+        .create(&PostParams::default(), &sa)
+        .await;
+    exists_ok(created).context("create the jobs' default ServiceAccount")
+}
+
+fn exists_ok<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
+    match result {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-        Err(e) => Err(e).context("create the jobs' namespace"),
+        Err(e) => Err(e),
     }
 }
 

@@ -213,8 +213,9 @@ pub async fn reused_address(
         .arg(format!("--net={}", leaf_ns.display()))
         .args(["ping", "-q", "-c", "1", "-W", "2"])
         .arg(old.ip.to_string())
-        .status()
-        .await?;
+        .output()
+        .await?
+        .status;
     let learned = leaf_entry(fabric, plan, &old)?;
     if !pinged.success() || learned.as_deref() != Some(old.mac.as_str()) {
         bail!(
@@ -225,9 +226,13 @@ pub async fn reused_address(
     }
     cni.del(plan, &old).await?;
     atts.remove(i);
-    let new = cni
+    // The restarted pod gets another VF (the old one is held), hence another MAC.
+    cni.hold(&node.name, &old.vf_pci, true);
+    let added = cni
         .add(&old.pod, &format!("{}-c2", old.pod), &node, 0, Some(old.ip))
-        .await?;
+        .await;
+    cni.hold(&node.name, &old.vf_pci, false);
+    let new = added?;
     atts.push(new.clone());
     if new.ip != old.ip || new.mac == old.mac {
         bail!(
