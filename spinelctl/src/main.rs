@@ -3,6 +3,7 @@
 //! Each command group lives in its own module with its own argument types.
 
 mod fabric;
+mod lab;
 mod lldp;
 mod nccl;
 mod output;
@@ -34,6 +35,9 @@ enum Command {
     /// Gang scheduling: the placement simulator, a placed gang's hostfile.
     #[command(subcommand)]
     Sched(sched::Command),
+    /// The lab: a virtual RoCE fabric where every Spinel component does its job end to end.
+    #[command(subcommand)]
+    Lab(lab::Command),
     /// NCCL settings (NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME) for this pod's RoCE
     /// interfaces, from what the kernel shows here.
     NcclEnv(nccl::Args),
@@ -59,6 +63,7 @@ fn main() -> std::process::ExitCode {
         Command::Topo(cmd) => topo::run(cmd),
         Command::Sched(cmd) => sched::run(cmd),
         Command::NcclEnv(args) => nccl::run(args),
+        Command::Lab(cmd) => lab::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -87,6 +87,7 @@ pub struct LinkChange<'fd> {
     mac: Option<MacAddr>,
     name: Option<String>,
     alias: Option<String>,
+    master: Option<u32>,
     netns: Option<BorrowedFd<'fd>>,
 }
 
@@ -120,6 +121,11 @@ impl<'fd> LinkChange<'fd> {
         self.alias = Some(alias.into());
         self
     }
+    /// Enslave to the bridge (or other controller) with this index; 0 releases it.
+    pub fn master(mut self, index: u32) -> Self {
+        self.master = Some(index);
+        self
+    }
     /// Move into the namespace open at `fd`.
     pub fn netns(mut self, fd: BorrowedFd<'fd>) -> Self {
         self.netns = Some(fd);
@@ -151,6 +157,9 @@ impl<'fd> LinkChange<'fd> {
         if let Some(alias) = &self.alias {
             msg.attributes.push(LinkAttribute::IfAlias(alias.clone()));
         }
+        if let Some(master) = self.master {
+            msg.attributes.push(LinkAttribute::Controller(master));
+        }
         msg
     }
 }
@@ -172,6 +181,11 @@ impl fmt::Display for LinkChange<'_> {
         }
         if let Some(alias) = &self.alias {
             write!(f, " alias {alias:?}")?;
+        }
+        match self.master {
+            Some(0) => write!(f, " nomaster")?,
+            Some(index) => write!(f, " master index {index}")?,
+            None => {}
         }
         match self.up {
             Some(true) => write!(f, " up"),

@@ -12,6 +12,7 @@ mod route;
 mod rule;
 mod socket;
 mod vf;
+mod virtual_links;
 
 pub use addr::Address;
 pub use link::{Link, LinkChange};
@@ -20,6 +21,7 @@ pub use route::Route;
 pub use rule::Rule;
 pub use socket::{NetlinkError, NetlinkErrorKind, Socket};
 pub use vf::{ParseVfValueError, VfLinkMode, VfSettings, VlanProto};
+pub use virtual_links::{LinkCounters, VethEnd};
 
 use netlink_packet_route::RouteNetlinkMessage;
 

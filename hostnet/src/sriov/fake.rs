@@ -4,6 +4,7 @@
 //! kernel interfaces (veth, macvlan) that stand in for VFs.
 
 use std::fs;
+use std::io;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
@@ -43,69 +44,119 @@ impl FakeSysfs {
         &self.root
     }
 
-    fn dev(&self, pci: &str) -> PathBuf {
-        self.root.join("bus/pci/devices").join(pci)
-    }
-
     /// Adds a PF with netdev `name`.
     pub fn add_pf(&self, pci: &str, name: &str, num_vfs: u32, total_vfs: u32) {
-        let dev = self.dev(pci);
-        fs::create_dir_all(dev.join("net").join(name)).expect("pf dir");
-        fs::write(dev.join("sriov_numvfs"), format!("{num_vfs}\n")).expect("numvfs");
-        fs::write(dev.join("sriov_totalvfs"), format!("{total_vfs}\n")).expect("totalvfs");
-        let class = self.root.join("class/net").join(name);
-        fs::create_dir_all(&class).expect("class dir");
-        symlink(
-            format!("../../../bus/pci/devices/{pci}"),
-            class.join("device"),
-        )
-        .expect("device link");
+        self.try_add_pf(pci, name, num_vfs, total_vfs)
+            .expect("fake sysfs: add PF");
     }
 
     /// Adds VF `index` of the PF at `pf_pci`, with an optional netdev and a driver.
     pub fn add_vf(&self, pf_pci: &str, index: u32, pci: &str, netdev: Option<&str>, driver: &str) {
-        let dev = self.dev(pci);
-        fs::create_dir_all(&dev).expect("vf dir");
-        symlink(format!("../{pf_pci}"), dev.join("physfn")).expect("physfn");
-        symlink(
-            format!("../{pci}"),
-            self.dev(pf_pci).join(format!("virtfn{index}")),
-        )
-        .expect("virtfn");
-        let drivers = self.root.join("bus/pci/drivers").join(driver);
-        fs::create_dir_all(&drivers).expect("driver dir");
-        symlink(
-            format!("../../../bus/pci/drivers/{driver}"),
-            dev.join("driver"),
-        )
-        .expect("driver link");
-        if let Some(name) = netdev {
-            self.set_vf_netdev(pci, Some(name));
-        }
+        self.try_add_vf(pf_pci, index, pci, netdev, driver)
+            .expect("fake sysfs: add VF");
     }
 
     /// Replaces the VF's netdev entry, under the device and in `class/net` (what the kernel
     /// does on rename or namespace change).
     pub fn set_vf_netdev(&self, pci: &str, netdev: Option<&str>) {
-        let net = self.dev(pci).join("net");
+        self.try_set_vf_netdev(pci, netdev)
+            .expect("fake sysfs: set VF netdev");
+    }
+
+    /// Adds an RDMA device to the function at `pci`.
+    pub fn add_rdma(&self, pci: &str, rdma: &str) {
+        self.try_add_rdma(pci, rdma)
+            .expect("fake sysfs: add RDMA device");
+    }
+}
+
+/// The fallible builders, for callers that report errors instead of panicking (the lab). The
+/// names are the caller's: they become path components, so they are checked first.
+impl FakeSysfs {
+    /// [`FakeSysfs::add_pf`], returning the error.
+    pub fn try_add_pf(
+        &self,
+        pci: &str,
+        name: &str,
+        num_vfs: u32,
+        total_vfs: u32,
+    ) -> io::Result<()> {
+        let dev = self.dev(pci)?;
+        fs::create_dir_all(dev.join("net").join(component(name)?))?;
+        fs::write(dev.join("sriov_numvfs"), format!("{num_vfs}\n"))?;
+        fs::write(dev.join("sriov_totalvfs"), format!("{total_vfs}\n"))?;
+        self.link_class(name, pci)
+    }
+
+    /// [`FakeSysfs::add_vf`], returning the error.
+    pub fn try_add_vf(
+        &self,
+        pf_pci: &str,
+        index: u32,
+        pci: &str,
+        netdev: Option<&str>,
+        driver: &str,
+    ) -> io::Result<()> {
+        let dev = self.dev(pci)?;
+        fs::create_dir_all(&dev)?;
+        symlink(format!("../{pf_pci}"), dev.join("physfn"))?;
+        symlink(
+            format!("../{pci}"),
+            self.dev(pf_pci)?.join(format!("virtfn{index}")),
+        )?;
+        let drivers = self.root.join("bus/pci/drivers").join(component(driver)?);
+        fs::create_dir_all(&drivers)?;
+        symlink(
+            format!("../../../bus/pci/drivers/{driver}"),
+            dev.join("driver"),
+        )?;
+        if let Some(name) = netdev {
+            self.try_set_vf_netdev(pci, Some(name))?;
+        }
+        Ok(())
+    }
+
+    /// [`FakeSysfs::set_vf_netdev`], returning the error.
+    pub fn try_set_vf_netdev(&self, pci: &str, netdev: Option<&str>) -> io::Result<()> {
+        let net = self.dev(pci)?.join("net");
         for old in fs::read_dir(&net).into_iter().flatten().flatten() {
             let _ = fs::remove_dir_all(self.root.join("class/net").join(old.file_name()));
         }
         let _ = fs::remove_dir_all(&net);
         if let Some(name) = netdev {
-            fs::create_dir_all(net.join(name)).expect("vf net dir");
-            let class = self.root.join("class/net").join(name);
-            fs::create_dir_all(&class).expect("class dir");
-            symlink(
-                format!("../../../bus/pci/devices/{pci}"),
-                class.join("device"),
-            )
-            .expect("device link");
+            fs::create_dir_all(net.join(component(name)?))?;
+            self.link_class(name, pci)?;
         }
+        Ok(())
     }
 
-    /// Adds an RDMA device to the function at `pci`.
-    pub fn add_rdma(&self, pci: &str, rdma: &str) {
-        fs::create_dir_all(self.dev(pci).join("infiniband").join(rdma)).expect("infiniband dir");
+    /// [`FakeSysfs::add_rdma`], returning the error.
+    pub fn try_add_rdma(&self, pci: &str, rdma: &str) -> io::Result<()> {
+        fs::create_dir_all(self.dev(pci)?.join("infiniband").join(component(rdma)?))
     }
+
+    fn dev(&self, pci: &str) -> io::Result<PathBuf> {
+        Ok(self.root.join("bus/pci/devices").join(component(pci)?))
+    }
+
+    /// `class/net/<name>/device` → the function's directory.
+    fn link_class(&self, name: &str, pci: &str) -> io::Result<()> {
+        let class = self.root.join("class/net").join(component(name)?);
+        fs::create_dir_all(&class)?;
+        symlink(
+            format!("../../../bus/pci/devices/{pci}"),
+            class.join("device"),
+        )
+    }
+}
+
+/// `name` as one path component, or an error.
+fn component(name: &str) -> io::Result<&str> {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{name:?} cannot be a sysfs path component"),
+        ));
+    }
+    Ok(name)
 }
