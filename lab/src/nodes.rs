@@ -11,7 +11,7 @@ use hostnet::sriov::fake::FakeSysfs;
 use spinel_wire::MacAddr;
 
 use crate::fabric::Fabric;
-use crate::plan::{FABRIC_MTU, Node};
+use crate::plan::{FABRIC_MTU, Nic, Node};
 
 /// The driver the VFs are bound to (a kernel driver: the CNI refuses userspace ones).
 const VF_DRIVER: &str = "mlx5_core";
@@ -25,6 +25,8 @@ pub fn build(fabric: &mut Fabric, node: &Node, sysfs_root: &Path) -> anyhow::Res
             .try_add_pf(&nic.pci, &nic.ifname, vfs, vfs.max(8))
             .and_then(|()| sysfs.try_add_rdma(&nic.pci, &nic.rdma))
             .with_context(|| format!("{}: sysfs of {}", node.name, nic.ifname))?;
+        roce_port(sysfs_root, nic)
+            .with_context(|| format!("{}: RoCE port of {}", node.name, nic.ifname))?;
         let pf = fabric.index(&node.name, &nic.ifname)?;
         for vf in &nic.vfs {
             let mac: MacAddr = vf
@@ -44,6 +46,35 @@ pub fn build(fabric: &mut Fabric, node: &Node, sysfs_root: &Path) -> anyhow::Res
         }
     }
     Ok(())
+}
+
+/// What a RoCE NIC's driver shows in sysfs and the agent's health reads: a 200G link, port 1 of
+/// the PF's RDMA device active on Ethernet, and the RoCE v2 GID of the NIC's address (index 3,
+/// where mlx5 puts the first IPv4 RoCE v2 entry).
+fn roce_port(sysfs_root: &Path, nic: &Nic) -> std::io::Result<()> {
+    let net = sysfs_root.join("class/net").join(&nic.ifname);
+    std::fs::create_dir_all(&net)?;
+    std::fs::write(net.join("speed"), "200000\n")?;
+    let port = sysfs_root
+        .join("class/infiniband")
+        .join(&nic.rdma)
+        .join("ports/1");
+    for sub in [
+        "gids",
+        "gid_attrs/types",
+        "gid_attrs/ndevs",
+        "hw_counters",
+        "counters",
+    ] {
+        std::fs::create_dir_all(port.join(sub))?;
+    }
+    std::fs::write(port.join("state"), "4: ACTIVE\n")?;
+    std::fs::write(port.join("link_layer"), "Ethernet\n")?;
+    let [a, b, c, d] = nic.address.addr().octets();
+    let gid = format!("0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}\n");
+    std::fs::write(port.join("gids/3"), gid)?;
+    std::fs::write(port.join("gid_attrs/types/3"), "RoCE v2\n")?;
+    std::fs::write(port.join("gid_attrs/ndevs/3"), format!("{}\n", nic.ifname))
 }
 
 /// Where node `name`'s files live under the lab's state directory.
@@ -84,6 +115,10 @@ impl NodeDirs {
     /// here has SR-IOV).
     pub fn vf_requests(&self) -> PathBuf {
         self.root.join("vf-requests")
+    }
+    /// The agent's configuration for this node.
+    pub fn agent_config(&self) -> PathBuf {
+        self.root.join("agent.yaml")
     }
     /// The CNI's log.
     pub fn cni_log(&self) -> PathBuf {

@@ -372,17 +372,16 @@ impl Supervisor {
             .push(("POD_NAME".into(), "spinel-fabric-controller-lab".into()));
         self.procs.start(spec)?;
 
-        let agent_config = state.nodes().join("agent.yaml");
-        std::fs::write(&agent_config, AGENT_CONFIG)?;
         for node in self.plan.nodes.clone() {
             let kc = cp.agent_kubeconfig(&state, &node.name).await?;
             let dirs = NodeDirs::new(&state.nodes(), &node.name);
+            std::fs::write(dirs.agent_config(), agent_config(&dirs))?;
             let spec = Spec::new(
                 &format!("agent-{}", node.name),
                 &self.bins.agent,
                 [
                     "--config".into(),
-                    agent_config.clone().into_os_string(),
+                    dirs.agent_config().into_os_string(),
                     "--node-name".into(),
                     node.name.clone().into(),
                     "--kubeconfig".into(),
@@ -427,14 +426,22 @@ impl Supervisor {
     }
 }
 
-/// The agents' configuration in the lab: advertise the node over LLDP often, so switch tables
-/// name hosts as Kubernetes does and changes show within seconds.
-const AGENT_CONFIG: &str = "\
-# spinel-agent in the Spinel lab
-lldp:
-  transmit: true
-  txIntervalSeconds: 5
-";
+/// An agent's configuration in the lab: advertise the node over LLDP often (switch tables name
+/// hosts as Kubernetes does, changes show within seconds), announce for the pods the node's CNI
+/// attached, and shield the node with the degraded taint after 3 s of trouble, releasing it
+/// after 5 s clean (production defaults are 10 s and 60 s; the lab is impatient).
+fn agent_config(dirs: &NodeDirs) -> String {
+    format!(
+        "# spinel-agent in the Spinel lab\n\
+         lldp:\n  transmit: true\n  txIntervalSeconds: {}\n\
+         garp:\n  recordsDir: {}\n\
+         health:\n  taint: true\n  unhealthyAfterSeconds: 3\n  healthyAfterSeconds: 5\n\
+         \x20 periodSeconds: 1\n\
+         metrics:\n  address: \"off\"\n",
+        switches::TX_INTERVAL_SECONDS,
+        dirs.roce_info().display()
+    )
+}
 
 fn same_processes(a: &[ProcessState], b: &[ProcessState]) -> bool {
     a.len() == b.len()
