@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use hostnet::netlink::RouteSocket;
 use hostnet::netns::NetNs;
 use spinel_node::announce::Announcer;
-use spinel_node::roce::{PodAttachment, read_records};
+use spinel_node::record::{PodAttachment, read_records};
 
 use crate::metrics::{GarpLabel, Metrics, NicLabel};
 use crate::settings::Garp;

@@ -14,5 +14,5 @@ pub mod announce;
 #[cfg(feature = "lldp")]
 pub mod lldp;
 pub mod nics;
-mod record;
+pub mod record;
 pub mod roce;

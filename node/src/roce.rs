@@ -2,17 +2,13 @@
 //! that follow from them, and the per-attachment records the CNI publishes on the host (see
 //! [`Record`]: what workloads read, and what the fabric agent needs to re-announce a pod).
 
-use std::fs;
 use std::net::IpAddr;
-use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use hostnet::rdma::NetnsMode;
 use hostnet::rdma::gid::{GidError, GidMatch, GidQuery, RdmaSysfs};
 use serde::{Deserialize, Serialize};
-
-pub use crate::record::{Found, PodAttachment, Record, read_records};
 
 /// What workloads need to use one RoCE interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,102 +149,6 @@ pub fn resolve_gid(
     RdmaSysfs::new(root).resolve_wait(&query, timeout, Duration::from_millis(10))
 }
 
-/// Writing or naming a published record failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RecordError {
-    /// A name that cannot be a single path component.
-    #[error("{what} {value:?} cannot name a RoCE record (empty, `.`/`..`, or contains `/`)")]
-    BadName {
-        /// Which part of the name.
-        what: &'static str,
-        /// The value.
-        value: String,
-    },
-    /// The file system refused.
-    #[error("cannot write {path}")]
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// The files of one attachment's record: `<dir>/<containerID>/<ifname>.json` and `.env`.
-/// Both names are checked to be single path components before any path is built.
-pub fn record_paths(
-    dir: &Path,
-    container_id: &str,
-    ifname: &str,
-) -> Result<(PathBuf, PathBuf), RecordError> {
-    for (what, value) in [("container ID", container_id), ("interface name", ifname)] {
-        if value.is_empty() || value == "." || value == ".." || value.contains(['/', '\0']) {
-            return Err(RecordError::BadName {
-                what,
-                value: value.to_owned(),
-            });
-        }
-    }
-    let base = dir.join(container_id);
-    Ok((
-        base.join(format!("{ifname}.json")),
-        base.join(format!("{ifname}.env")),
-    ))
-}
-
-/// Writes an attachment's record where workloads (and `spinelctl nccl-env`) read its RoCE
-/// details and the fabric agent finds the pod to re-announce; the `.env` file only when the
-/// attachment has RoCE details. The JSON is written to a temporary file and renamed, so a
-/// reader never sees half a record.
-pub fn publish(
-    dir: &Path,
-    container_id: &str,
-    ifname: &str,
-    record: &Record,
-) -> Result<(), RecordError> {
-    let (json_path, env_path) = record_paths(dir, container_id, ifname)?;
-    let fail = |path: &Path| {
-        let path = path.to_owned();
-        move |source| RecordError::Io { path, source }
-    };
-    if let Some(parent) = json_path.parent() {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(parent)
-            .map_err(fail(parent))?;
-    }
-    let json = serde_json::to_vec_pretty(record)
-        .map_err(|e| fail(&json_path)(std::io::Error::other(e)))?;
-    let temporary = json_path.with_extension("json.tmp");
-    fs::write(&temporary, json).map_err(fail(&temporary))?;
-    fs::rename(&temporary, &json_path).map_err(fail(&json_path))?;
-    let Some(info) = &record.roce else {
-        let _ = fs::remove_file(&env_path);
-        return Ok(());
-    };
-    let env: String = info
-        .nccl_env()
-        .into_iter()
-        .map(|(k, v)| format!("{k}={v}\n"))
-        .collect();
-    fs::write(&env_path, env).map_err(fail(&env_path))
-}
-
-/// Removes an attachment's record (and its container directory when empty). Missing files are
-/// not an error: removal is idempotent.
-pub fn unpublish(dir: &Path, container_id: &str, ifname: &str) {
-    let Ok((json_path, env_path)) = record_paths(dir, container_id, ifname) else {
-        return;
-    };
-    let _ = fs::remove_file(&json_path);
-    let _ = fs::remove_file(&env_path);
-    if let Some(parent) = json_path.parent() {
-        let _ = fs::remove_dir(parent);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,50 +175,5 @@ mod tests {
         assert_eq!(mixed[1].1, "-1", "NCCL chooses per HCA when indices differ");
         assert!(mixed.contains(&("NCCL_IB_ROCE_VERSION_NUM".into(), "2".into())));
         assert!(nccl_env_for(&[]).is_empty());
-    }
-
-    #[test]
-    fn records_are_published_and_removed() {
-        let info = RoceInfo {
-            netdev: "net1".into(),
-            rdma_device: "mlx5_1".into(),
-            port: 1,
-            gid_index: 3,
-            gid: "::ffff:10.56.0.5".into(),
-            address: "10.56.0.5".parse().unwrap(),
-            netns_mode: Some(NetnsMode::Exclusive),
-        };
-        let env = info.nccl_env();
-        assert_eq!(env[0], ("NCCL_IB_HCA".into(), "=mlx5_1:1".into()));
-        assert_eq!(env[1], ("NCCL_IB_GID_INDEX".into(), "3".into()));
-        let dir = tempfile::tempdir().unwrap();
-        let record = Record {
-            roce: Some(info.clone()),
-            attachment: None,
-        };
-        publish(dir.path(), "c1", "net1", &record).unwrap();
-        let text = fs::read_to_string(dir.path().join("c1/net1.env")).unwrap();
-        assert!(text.contains("NCCL_IB_GID_INDEX=3\n"), "{text}");
-        let json = fs::read_to_string(dir.path().join("c1/net1.json")).unwrap();
-        assert!(json.contains("\"netnsMode\": \"exclusive\""), "{json}");
-        let back: RoceInfo = serde_json::from_str(&json).unwrap();
-        assert_eq!(back, info);
-        unpublish(dir.path(), "c1", "net1");
-        assert!(!dir.path().join("c1").exists());
-    }
-
-    #[test]
-    fn record_names_must_be_one_path_component() {
-        let dir = Path::new("/run/spinel/roce");
-        for (cid, ifname) in [("..", "net1"), ("a/b", "net1"), ("c1", ""), ("c1", "../x")] {
-            assert!(
-                matches!(
-                    record_paths(dir, cid, ifname),
-                    Err(RecordError::BadName { .. })
-                ),
-                "{cid:?} {ifname:?}"
-            );
-        }
-        assert!(record_paths(dir, "c1", "net1").is_ok());
     }
 }

@@ -22,7 +22,16 @@ fn target_dir() -> PathBuf {
 fn spinelctl() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "spinelctl", "-p", "spinel-cni", "-p", "spinel-agent"])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "spinelctl",
+            "-p",
+            "spinel-cni",
+            "-p",
+            "spinel-agent",
+        ])
         .args(["-p", "spinel-fabric-controller", "-p", "spinel-scheduler"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()
@@ -62,6 +71,14 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
     found
 }
 
+/// A fresh state directory for one test (the lab creates it and removes it again).
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("spinel-lab-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("lab")
+}
+
 fn require_root() {
     assert!(
         nix::unistd::geteuid().is_root(),
@@ -73,8 +90,7 @@ fn require_root() {
 fn the_main_job_holds_and_leaves_nothing_behind() {
     require_root();
     let bin = spinelctl();
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("lab");
+    let state = scratch("run");
     let out = lab(&bin, &["run", "--json"], &state);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "lab run failed:\n{stderr}");
@@ -82,9 +98,13 @@ fn the_main_job_holds_and_leaves_nothing_behind() {
 
     // Every node labelled, HyperNodes and a Kueue Topology published.
     assert_eq!(doc["labels"].as_object().unwrap().len(), 8, "{doc}");
-    assert!(doc["labels"].as_object().unwrap().values().all(|v| {
-        v["labels"].as_object().is_some_and(|l| !l.is_empty())
-    }));
+    assert!(
+        doc["labels"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|v| { v["labels"].as_object().is_some_and(|l| !l.is_empty()) })
+    );
     assert!(!doc["hyperNodes"].as_array().unwrap().is_empty());
     assert!(!doc["kueueLevels"].as_array().unwrap().is_empty());
 
@@ -104,8 +124,16 @@ fn the_main_job_holds_and_leaves_nothing_behind() {
     let ips: std::collections::BTreeSet<&str> =
         atts.iter().map(|a| a["ip"].as_str().unwrap()).collect();
     assert_eq!(ips.len(), 12);
-    for figure in ["labelsPublishedMs", "gangPlacedMs", "attachAllMs", "labUpMs"] {
-        assert!(doc["figures"][figure].as_u64().is_some(), "no {figure}: {doc}");
+    for figure in [
+        "labelsPublishedMs",
+        "gangPlacedMs",
+        "attachAllMs",
+        "labUpMs",
+    ] {
+        assert!(
+            doc["figures"][figure].as_u64().is_some(),
+            "no {figure}: {doc}"
+        );
     }
 
     // Nothing left: the state directory, the lab's namespaces, its processes.
@@ -118,13 +146,25 @@ fn the_main_job_holds_and_leaves_nothing_behind() {
 fn down_sweeps_a_lab_whose_supervisor_was_killed() {
     require_root();
     let bin = spinelctl();
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("lab");
-    let small = ["--nodes", "2", "--rail-groups", "1", "--rails", "1", "--spines", "1"];
+    let state = scratch("killed");
+    let small = [
+        "--nodes",
+        "2",
+        "--rail-groups",
+        "1",
+        "--rails",
+        "1",
+        "--spines",
+        "1",
+    ];
     let mut args = vec!["up"];
     args.extend(small);
     let out = lab(&bin, &args, &state);
-    assert!(out.status.success(), "lab up: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "lab up: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let status: Value =
         serde_json::from_slice(&std::fs::read(state.join("status.json")).unwrap()).unwrap();
     assert_eq!(status["phase"], "ready");
@@ -137,8 +177,11 @@ fn down_sweeps_a_lab_whose_supervisor_was_killed() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already runs"));
 
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL)
-        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
@@ -148,7 +191,11 @@ fn down_sweeps_a_lab_whose_supervisor_was_killed() {
         "the components should outlive a killed supervisor until down"
     );
     let down = lab(&bin, &["down"], &state);
-    assert!(down.status.success(), "lab down: {}", String::from_utf8_lossy(&down.stderr));
+    assert!(
+        down.status.success(),
+        "lab down: {}",
+        String::from_utf8_lossy(&down.stderr)
+    );
     assert!(!state.exists(), "{} survives lab down", state.display());
     let leftovers = processes_mentioning(state.to_str().unwrap());
     assert!(leftovers.is_empty(), "processes survive: {leftovers:?}");

@@ -7,7 +7,8 @@ use std::time::Duration;
 use hostnet::netlink::{Link, RouteSocket};
 use hostnet::netns::NetNs;
 use hostnet::rdma::NetnsMode;
-use spinel_node::roce::{PodAttachment, Record, RoceInfo, resolve_gid};
+use spinel_node::record::{PodAttachment, Record};
+use spinel_node::roce::{RoceInfo, resolve_gid};
 
 use crate::announce::{self, Announcer};
 use crate::attachment::Plan;
