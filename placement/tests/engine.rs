@@ -467,3 +467,25 @@ fn a_node_refused_by_kube_scheduler_is_replaced_next_to_the_group() {
     let view = e.view(&a.gang).unwrap();
     assert!(!view.rank_nodes.contains(&first.node_name), "{view:?}");
 }
+
+#[test]
+fn nodes_listed_before_their_labels_are_placed_once_labelled() {
+    // spinel-scheduler lists Nodes before the fabric agents label them: the engine starts
+    // from unlabelled nodes and sees each node's labels arrive as an update.
+    let labelled = specs(1, 2, 4);
+    let mut e = Engine::new(
+        Cluster::new(ClusterOptions::default()),
+        EngineOptions::default(),
+    );
+    for s in &labelled {
+        let mut bare = s.clone();
+        bare.labels.clear();
+        e.upsert_node(bare, 0);
+    }
+    for s in labelled {
+        e.upsert_node(s, 1);
+    }
+    let a = gang("a", 8, 8, 4, Tier::LEAF);
+    let nodes = assign_all(&mut e, &a, 2);
+    assert_eq!(nodes.len(), 8);
+}
