@@ -100,14 +100,15 @@ fn shared() -> anyhow::Result<()> {
     ok(&format!(
         "VF mode: RoCE v2 GID index {index} of the pod's address found and checked in sysfs"
     ));
-    let info_dir = Path::new("/run/spinel/roce/gid0");
+    // The node's roceInfoDir (the simulated node keeps it in its sandbox).
+    let info_dir = node.records_dir.join("gid0");
     let env = fs::read_to_string(info_dir.join("net1.env")).unwrap();
     assert!(
         env.contains(&format!("NCCL_IB_GID_INDEX={index}\n"))
             && env.contains("NCCL_IB_HCA==rxe_pf:1"),
         "{env}"
     );
-    ok("GID and NCCL hints published in /run/spinel/roce");
+    ok("GID and NCCL hints published in the node's roceInfoDir");
     let prev = with_prev_result(&conf, &result);
     node.spinel(&call.with_command("CHECK"), &prev)
         .expect_ok("CHECK");
