@@ -263,8 +263,9 @@ impl Supervisor {
             plan.nodes.len()
         ))?;
 
+        self.start_scheduler(&cp, extender).await?;
         self.start_components(&cp).await?;
-        self.step("spinel-fabric-controller, one spinel-agent per node")?;
+        self.step("spinel-scheduler, spinel-fabric-controller, one spinel-agent per node")?;
 
         captures
             .await
@@ -273,10 +274,6 @@ impl Supervisor {
         self.step("switch LLDP tables captured for the controller")?;
         self.wait_discovered(&cp).await?;
         self.step("fabric discovered: every node carries its topology labels")?;
-        // Started once nodes are labelled: a spinel-scheduler that lists Nodes before their
-        // labels arrive keeps an incomplete view (a defect open in the scheduler).
-        self.start_scheduler(&cp, extender).await?;
-        self.step("spinel-scheduler (kube-scheduler's extender)")?;
         Ok(cp)
     }
 

@@ -147,6 +147,9 @@ pub struct Cluster {
     domains: Vec<Domain>,
     by_parent_value: FxHashMap<(DomainId, String), DomainId>,
     generation: u64,
+    /// How many nodes carry labels down to each depth: the cluster's depth follows the deepest
+    /// one present, also when the last node labelled that deep loses the label.
+    depths: std::collections::BTreeMap<u8, u32>,
 }
 
 fn root_domain(depth: u8) -> Domain {
@@ -173,7 +176,25 @@ impl Cluster {
             domains: vec![root_domain(1)],
             by_parent_value: FxHashMap::default(),
             generation: 0,
+            depths: std::collections::BTreeMap::new(),
         }
+    }
+
+    fn count_depth(&mut self, depth: u8, add: bool) {
+        let count = self.depths.entry(depth).or_default();
+        if add {
+            *count += 1;
+        } else {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.depths.remove(&depth);
+            }
+        }
+    }
+
+    /// The depth the domains should have: the deepest any node is labelled with (at least 1).
+    fn wanted_depth(&self) -> u8 {
+        self.depths.keys().next_back().copied().unwrap_or(1).max(1)
     }
 
     /// A cluster holding `nodes`.
@@ -436,6 +457,7 @@ impl Cluster {
         let values = self.tier_values(&spec.labels);
         let depth = u8::try_from(values.len()).unwrap_or(Tier::MAX_NAMED);
         if let Some(&id) = self.by_name.get(&spec.name) {
+            let old_depth = self.node(id).map_or(0, |n| n.tier_values.len() as u8);
             let moved = self.node(id).is_some_and(|n| n.tier_values != values);
             self.detach(id);
             if let Some(n) = self.nodes[id.0 as usize].as_mut() {
@@ -445,8 +467,12 @@ impl Cluster {
                 n.degraded = spec.degraded;
                 n.unschedulable = spec.unschedulable;
             }
-            if depth > self.depth {
-                self.rebuild(depth);
+            self.count_depth(old_depth, false);
+            self.count_depth(depth, true);
+            // A node whose labels went shallower than the cluster's depth would otherwise stand
+            // alone under a domain of its own at the missing tier, away from its leaf's peers.
+            if self.wanted_depth() != self.depth {
+                self.rebuild(self.wanted_depth());
             } else if moved {
                 self.attach(id);
             } else {
@@ -479,8 +505,9 @@ impl Cluster {
             }
         };
         self.by_name.insert(spec.name, id);
-        if depth > self.depth {
-            self.rebuild(depth);
+        self.count_depth(depth, true);
+        if self.wanted_depth() != self.depth {
+            self.rebuild(self.wanted_depth());
         } else {
             self.attach(id);
         }
@@ -492,8 +519,13 @@ impl Cluster {
         let id = self.by_name.remove(name)?;
         self.generation += 1;
         self.detach(id);
+        let depth = self.node(id).map_or(0, |n| n.tier_values.len() as u8);
+        self.count_depth(depth, false);
         self.nodes[id.0 as usize] = None;
         self.vacant.push(id.0);
+        if self.wanted_depth() != self.depth {
+            self.rebuild(self.wanted_depth());
+        }
         Some(id)
     }
 
@@ -641,6 +673,32 @@ mod tests {
         assert_eq!(c.domain_allocatable_units(leaf), 8);
         assert_eq!(c.domain_allocatable_units(c.ancestor(n1, 2)), 8);
         assert_eq!(c.domain_allocatable_units(c.root()), 8);
+    }
+
+    #[test]
+    fn a_deeper_label_that_goes_away_takes_its_tier_with_it() {
+        // The controller's first answer, from partial reports, gave one node a third tier; the
+        // next answer takes it back. Every node must end up under its leaf again.
+        let mut c = Cluster::new(ClusterOptions::default());
+        let mut deep = spec("a", "l1", "s1", 2);
+        deep.labels
+            .insert("fabric.spinel.dev/tier-3".into(), "x".into());
+        c.upsert(deep);
+        for n in ["a", "b", "c"] {
+            c.upsert(spec(n, "l1", "s1", 2));
+        }
+        assert_eq!(c.depth(), 2);
+        let a = c.node_id("a").unwrap();
+        assert_eq!(c.domain_node_count(c.ancestor(a, 1)), 3);
+        assert_eq!(c.domain_allocatable_units(c.root()), 6);
+        let mut deep = spec("d", "l1", "s1", 2);
+        deep.labels
+            .insert("fabric.spinel.dev/tier-3".into(), "x".into());
+        c.upsert(deep);
+        assert_eq!(c.depth(), 3);
+        c.remove("d");
+        assert_eq!(c.depth(), 2);
+        assert_eq!(c.domain_node_count(c.ancestor(a, 1)), 3);
     }
 
     #[test]
