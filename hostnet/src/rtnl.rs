@@ -20,15 +20,13 @@ use netlink_packet_core::{
 };
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
-use netlink_packet_route::route::{
-    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
-};
+use netlink_packet_route::route::{RouteMessage, RouteProtocol};
 use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::SocketAddr;
 use rtnetlink::MulticastGroup;
 
-use crate::netlink::{Address, NetlinkError};
+use crate::netlink::{Address, NetlinkError, Route};
 use crate::netns::{NetNs, NetNsError};
 
 /// The groups the event socket joins.
@@ -204,14 +202,6 @@ fn family(ipv6: bool) -> AddressFamily {
     }
 }
 
-fn ip_of(a: &RouteAddress) -> Option<IpAddr> {
-    match a {
-        RouteAddress::Inet(v4) => Some(IpAddr::V4(*v4)),
-        RouteAddress::Inet6(v6) => Some(IpAddr::V6(*v6)),
-        _ => None,
-    }
-}
-
 impl SourceRule {
     fn message(&self) -> RuleMessage {
         let mut msg = RuleMessage::default();
@@ -279,74 +269,31 @@ impl fmt::Display for SourceRule {
 }
 
 impl TableRoute {
+    /// The message, built as every route of hostnet is, marked with the route's protocol.
     fn message(&self) -> RouteMessage {
-        let mut msg = RouteMessage::default();
-        msg.header.address_family = family(self.destination.addr().is_ipv6());
-        msg.header.destination_prefix_length = self.destination.prefix_len();
-        msg.header.protocol = RouteProtocol::from(self.protocol);
-        msg.header.kind = RouteType::Unicast;
-        msg.header.scope = if self.link_scope {
-            RouteScope::Link
-        } else {
-            RouteScope::Universe
+        let route = Route {
+            destination: self.destination,
+            gateway: self.gateway,
+            oif: self.oif,
+            table: self.table,
+            metric: None,
+            source: self.source,
+            link_scope: self.link_scope,
         };
-        // Tables above 255 only fit in RTA_TABLE; iproute2 always sends both.
-        msg.header.table = u8::try_from(self.table).unwrap_or(RouteHeader::RT_TABLE_UNSPEC);
-        msg.attributes.push(RouteAttribute::Table(self.table));
-        if self.destination.prefix_len() > 0 {
-            msg.attributes
-                .push(RouteAttribute::Destination(RouteAddress::from(
-                    self.destination.network(),
-                )));
-        }
-        if let Some(gw) = self.gateway {
-            msg.attributes
-                .push(RouteAttribute::Gateway(RouteAddress::from(gw)));
-        }
-        if let Some(oif) = self.oif {
-            msg.attributes.push(RouteAttribute::Oif(oif));
-        }
-        if let Some(src) = self.source {
-            msg.attributes
-                .push(RouteAttribute::PrefSource(RouteAddress::from(src)));
-        }
-        msg
+        route.message_as(RouteProtocol::from(self.protocol))
     }
 
     fn from_message(msg: &RouteMessage) -> Option<Self> {
-        if msg.header.kind != RouteType::Unicast {
-            return None;
-        }
-        let mut route = TableRoute {
-            table: u32::from(msg.header.table),
-            destination: IpNet::new(
-                match msg.header.address_family {
-                    AddressFamily::Inet6 => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
-                    _ => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-                },
-                0,
-            )
-            .ok()?,
-            gateway: None,
-            oif: None,
-            source: None,
-            link_scope: msg.header.scope == RouteScope::Link,
+        let route = Route::from_message(msg)?;
+        Some(TableRoute {
+            table: route.table,
+            destination: route.destination,
+            gateway: route.gateway,
+            oif: route.oif,
+            source: route.source,
+            link_scope: route.link_scope,
             protocol: u8::from(msg.header.protocol),
-        };
-        for attr in &msg.attributes {
-            match attr {
-                RouteAttribute::Destination(a) => {
-                    route.destination =
-                        IpNet::new(ip_of(a)?, msg.header.destination_prefix_length).ok()?;
-                }
-                RouteAttribute::Gateway(a) => route.gateway = ip_of(a),
-                RouteAttribute::PrefSource(a) => route.source = ip_of(a),
-                RouteAttribute::Oif(i) => route.oif = Some(*i),
-                RouteAttribute::Table(t) => route.table = *t,
-                _ => {}
-            }
-        }
-        Some(route)
+        })
     }
 }
 

@@ -250,28 +250,26 @@ impl ControlPlane {
     pub async fn register_node(&self, name: &str, gpus: u32) -> anyhow::Result<()> {
         let resources = json!({"cpu": "64", "memory": "512Gi", "pods": "110",
                                GPU_RESOURCE: gpus.to_string()});
+        let status = json!({
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "kubelet is posting ready status"}],
+        });
         let node: Node = serde_json::from_value(json!({
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {
-                "capacity": resources,
-                "allocatable": resources,
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                "message": "kubelet is posting ready status"}],
-            },
         }))?;
         let nodes = Api::<Node>::all(self.admin.clone());
         nodes
             .create(&PostParams::default(), &node)
             .await
             .with_context(|| format!("create Node {name}"))?;
+        // Creation ignores a status; a kubelet posts it afterwards.
         nodes
             .patch_status(
                 name,
                 &PatchParams::default(),
-                &Patch::Merge(json!({"status": {
-                "capacity": resources, "allocatable": resources,
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                "message": "kubelet is posting ready status"}]}})),
+                &Patch::Merge(json!({ "status": status })),
             )
             .await
             .with_context(|| format!("Node {name} status"))?;

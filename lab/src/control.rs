@@ -131,13 +131,12 @@ pub fn down(state: &StateDir) -> anyhow::Result<Option<Swept>> {
     Ok(Some(swept))
 }
 
+/// Whether `pid` runs (a zombie does not).
 fn alive(pid: u32) -> bool {
-    // A zombie child still answers signal 0; its /proc stat says Z.
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, r)| r.split_whitespace().next());
-    kill(Pid::from_raw(pid as i32), None).is_ok() && state != Some("Z")
+    i32::try_from(pid)
+        .ok()
+        .and_then(crate::state::process_stat)
+        .is_some_and(|(state, _)| state != 'Z')
 }
 
 /// The lab makes namespaces and moves links: it needs root.

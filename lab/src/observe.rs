@@ -3,8 +3,9 @@
 //! findings, and which switch ports are down.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use spinel_api::crd::{Fabric as FabricObject, FabricStatus};
@@ -78,6 +79,33 @@ pub async fn fabric_summary(admin: &kube::Client) -> anyhow::Result<Option<Fabri
         .await
         .context("list Fabric objects")?;
     Ok(list.items.into_iter().find_map(|f| f.status))
+}
+
+/// Waits until every node carries Spinel's labels and the controller's summary counts them all.
+pub async fn wait_labelled(
+    admin: &kube::Client,
+    plan: &Plan,
+    timeout: Duration,
+) -> anyhow::Result<BTreeMap<String, NodeView>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let views = nodes(admin, plan).await?;
+        let summary = fabric_summary(admin).await?;
+        let labelled = views.values().filter(|v| !v.labels.is_empty()).count();
+        let hosts = summary.as_ref().map_or(0, |s| s.hosts as usize);
+        if labelled == plan.nodes.len() && hosts == plan.nodes.len() {
+            return Ok(views);
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "after {} s, {labelled} of {} nodes carry Spinel's labels and the fabric summary \
+                 places {hosts} hosts",
+                timeout.as_secs(),
+                plan.nodes.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Switch ports whose link is down.

@@ -271,7 +271,7 @@ fn kill_session(session: i32) -> anyhow::Result<usize> {
     Ok(members.len())
 }
 
-/// PIDs whose session ID (field 6 of `/proc/PID/stat`) is `session`, zombies excluded.
+/// PIDs whose session ID is `session`, zombies excluded.
 pub fn session_members(session: i32) -> anyhow::Result<Vec<i32>> {
     let mut members = Vec::new();
     for entry in fs::read_dir("/proc").context("read /proc")? {
@@ -283,39 +283,45 @@ pub fn session_members(session: i32) -> anyhow::Result<Vec<i32>> {
         else {
             continue;
         };
-        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // rest = state ppid pgrp session ...
-        if fields.len() > 3 && fields[0] != "Z" && fields[3].parse() == Ok(session) {
+        if let Some((state, sid)) = process_stat(pid)
+            && state != 'Z'
+            && sid == session
+        {
             members.push(pid);
         }
     }
     Ok(members)
 }
 
+/// A process's state letter and session ID (fields 3 and 6 of `/proc/PID/stat`), while it
+/// exists.
+pub fn process_stat(pid: i32) -> Option<(char, i32)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    let rest = stat.rsplit_once(')')?.1;
+    // rest = state ppid pgrp session ...
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    Some((state, fields.get(3)?.parse().ok()?))
+}
+
 /// Writes `path` through a temporary file and a rename, so readers never see half of it.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut file = File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
-    file.write_all(bytes)?;
-    drop(file);
-    fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))
+    write_with_mode(path, bytes, 0o644)
 }
 
 /// Writes `path` atomically, readable by its owner only (credentials).
 pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_with_mode(path, bytes, 0o600)
+}
+
+fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
     let mut file = File::options()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o600)
+        .mode(mode)
         .open(&tmp)
         .with_context(|| format!("create {}", tmp.display()))?;
     file.write_all(bytes)?;

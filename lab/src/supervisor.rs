@@ -272,7 +272,7 @@ impl Supervisor {
             .context("switch table captures")?
             .context("switch tables")?;
         self.step("switch LLDP tables captured for the controller")?;
-        self.wait_discovered(&cp).await?;
+        crate::observe::wait_labelled(&cp.admin, &self.plan, DISCOVERY_TIMEOUT).await?;
         self.step("fabric discovered: every node carries its topology labels")?;
         Ok(cp)
     }
@@ -321,27 +321,6 @@ impl Supervisor {
             .push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
         self.procs.start(spec)?;
         Ok(())
-    }
-
-    /// Waits until the agents carry the controller's labels on every node.
-    async fn wait_discovered(&self, cp: &ControlPlane) -> anyhow::Result<()> {
-        let deadline = Instant::now() + DISCOVERY_TIMEOUT;
-        loop {
-            let views = crate::observe::nodes(&cp.admin, &self.plan).await?;
-            let labelled = views.values().filter(|v| !v.labels.is_empty()).count();
-            if labelled == self.plan.nodes.len() {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                bail!(
-                    "{labelled} of {} nodes labelled after {} s; see the agents' and the \
-                     controller's logs",
-                    self.plan.nodes.len(),
-                    DISCOVERY_TIMEOUT.as_secs()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
     }
 
     async fn start_components(&mut self, cp: &ControlPlane) -> anyhow::Result<()> {

@@ -49,6 +49,11 @@ impl Route {
     }
 
     fn message(&self) -> RouteMessage {
+        self.message_as(RouteProtocol::Static)
+    }
+
+    /// The `RTM_NEWROUTE`/`RTM_DELROUTE` body of this route, marked with `protocol`.
+    pub(crate) fn message_as(&self, protocol: RouteProtocol) -> RouteMessage {
         let mut msg = RouteMessage::default();
         let family = match self.destination {
             IpNet::V4(_) => AddressFamily::Inet,
@@ -56,7 +61,7 @@ impl Route {
         };
         msg.header.address_family = family;
         msg.header.destination_prefix_length = self.destination.prefix_len();
-        msg.header.protocol = RouteProtocol::Static;
+        msg.header.protocol = protocol;
         msg.header.kind = RouteType::Unicast;
         msg.header.scope = if self.link_scope {
             RouteScope::Link
@@ -89,7 +94,8 @@ impl Route {
         msg
     }
 
-    fn from_message(msg: &RouteMessage) -> Option<Self> {
+    /// The unicast route a dump or a notification describes.
+    pub(crate) fn from_message(msg: &RouteMessage) -> Option<Self> {
         if msg.header.kind != RouteType::Unicast {
             return None;
         }

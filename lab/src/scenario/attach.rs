@@ -21,6 +21,10 @@ use crate::state::StateDir;
 /// Debian's host-local IPAM plugin (containernetworking-plugins).
 const HOST_LOCAL: &str = "/usr/lib/cni/host-local";
 
+/// The environment variable naming the CNI's node settings file (the runtime's, never a
+/// pod's; `spinel-cni`'s `settings::PATH_ENV`).
+const SETTINGS_ENV: &str = "SPINEL_CNI_SETTINGS";
+
 /// Every rail subnet of the lab, routed through each pod interface's own leaf.
 const FABRIC_ROUTE: &str = "10.100.0.0/13";
 
@@ -192,9 +196,6 @@ impl Cni {
     /// picked (as Multus passes it, through the deviceID capability).
     fn config(&self, node: &Node, nic: &Nic, vf: &Vf) -> Value {
         let dirs = NodeDirs::new(&self.state.nodes(), &node.name);
-        let subnet = ipnet::Ipv4Net::new(nic.address.network(), nic.address.prefix_len())
-            .map(|n| n.trunc().to_string())
-            .unwrap_or_default();
         json!({
             "cniVersion": "1.1.0",
             "name": format!("rail{}", nic.rail),
@@ -208,7 +209,7 @@ impl Cni {
                 "type": "host-local",
                 "dataDir": dirs.ipam(),
                 "ranges": [[{
-                    "subnet": subnet,
+                    "subnet": nic.address.trunc().to_string(),
                     "rangeStart": nic.pod_range.0.to_string(),
                     "rangeEnd": nic.pod_range.1.to_string(),
                     "gateway": nic.gateway.to_string(),
@@ -243,7 +244,7 @@ impl Cni {
         .env("CNI_NETNS", netns)
         .env("CNI_IFNAME", ifname)
         .env("CNI_PATH", &self.path)
-        .env(cni_settings_env(), dirs.cni_settings())
+        .env(SETTINGS_ENV, dirs.cni_settings())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -270,11 +271,6 @@ impl Cni {
         }
         Ok(stdout)
     }
-}
-
-/// The environment variable naming the CNI's node settings file.
-fn cni_settings_env() -> &'static str {
-    "SPINEL_CNI_SETTINGS"
 }
 
 /// The pod interface's IPv4 address and MAC from an ADD result.

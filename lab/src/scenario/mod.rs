@@ -110,7 +110,7 @@ impl Run {
         self.attach_all(&placed).await?;
         self.traffic(&a, &placed).await?;
         self.announce_reused_address().await?;
-        self.shield(&a, &placed).await
+        self.shield(&placed).await
     }
 
     /// 1. LLDP converged and the controller published labels, HyperNodes and a Kueue Topology.
@@ -118,7 +118,7 @@ impl Run {
         self.report
             .section("1. Discovery: LLDP on every cable, one fabric model, published");
         let started = Instant::now();
-        let views = proofs::wait_labels(&self.admin, &self.plan, PUBLISH_TIMEOUT).await?;
+        let views = crate::observe::wait_labelled(&self.admin, &self.plan, PUBLISH_TIMEOUT).await?;
         self.report
             .figure("labelsPublishedMs", started.elapsed().as_millis() as u64);
         for (node, view) in &views {
@@ -242,7 +242,7 @@ impl Run {
     }
 
     /// 6. A pulled cable shields its node; the next gang waits, then fits once it heals.
-    async fn shield(&mut self, a: &Job, placed: &[Placed]) -> anyhow::Result<()> {
+    async fn shield(&mut self, placed: &[Placed]) -> anyhow::Result<()> {
         self.report
             .section("6. Shielding: a pulled cable takes a node out of the next gang's choice");
         let b = finetune(&self.plan);
@@ -259,9 +259,7 @@ impl Run {
         for l in lines {
             self.report.say(&l);
         }
-        job::delete(&self.admin, &b).await?;
-        let _ = a;
-        Ok(())
+        job::delete(&self.admin, &b).await
     }
 
     /// 7. Every attachment deleted, every VF home, the pods gone.
