@@ -15,6 +15,8 @@ cargo fmt --all -- --check
 # how to get it, and the Rust tests of that tier run the binary it builds.
 echo "== Kubernetes control plane (tests/k8s): build, gofmt, go vet"
 ./tests/k8s/build.sh
+echo "== Multus thin plugin from tests/peers/multus (the CNI chain's real peer)"
+./tests/k8s/build-multus.sh
 command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
 unformatted=$(gofmt -l tests/k8s)
 [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }

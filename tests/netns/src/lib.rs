@@ -16,6 +16,8 @@ pub mod iproute2;
 pub mod k8s;
 pub mod live_fabric;
 pub mod lldpd;
+pub mod loopback;
+pub mod multus;
 pub mod node;
 pub mod sandbox;
 pub mod sched;

@@ -133,6 +133,10 @@ fn record_and_attach(
     match attached {
         Ok(json) => {
             tracing::info!(attachment = %record.key, "attached");
+            if let Some(pci) = record.device.kind().claimed_vf() {
+                let (rdma_devices, _) = record.device.kind().rdma();
+                device::publish_device_info(&plan.config.conf, &node.settings, pci, rdma_devices);
+            }
             heal_dead_attachments(node, &record, &plan.inv.path, lock);
             tracing::debug!("healing done");
             Ok(json)
