@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use serde::Deserialize;
 use spinel_api::labels::{KeyMode, LabelOptions};
 use spinel_node::nics::NicSelection;
@@ -13,6 +12,46 @@ use spinel_wire::lldp::TxTiming;
 use crate::settings::{
     Duties, DutiesFile, DutyFlags, GarpFile, HealthFile, MetricsFile, RoutingFile,
 };
+
+/// A configuration the agent cannot run with; nothing was started.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `--config` cannot be read.
+    #[error("cannot read --config {path}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `--config` is not the agent's configuration.
+    #[error("--config {path}: invalid configuration")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<serde_saphyr::Error>,
+    },
+    /// The label prefix.
+    #[error(transparent)]
+    Labels(#[from] spinel_api::labels::PrefixError),
+    /// The LLDP timers.
+    #[error("lldp: invalid timers")]
+    Timers(#[source] spinel_wire::lldp::TxTimingError),
+    /// Any other field, named in the message.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// `Err(ConfigError::Invalid(format!(...)))`.
+macro_rules! invalid {
+    ($($arg:tt)*) => {
+        return Err($crate::config::ConfigError::Invalid(format!($($arg)*)))
+    };
+}
+pub(crate) use invalid;
 
 /// Command-line flags.
 #[derive(clap::Parser, Debug)]
@@ -47,9 +86,6 @@ pub struct Flags {
     /// Also advertise this node over LLDP (system name = node name).
     #[arg(long)]
     pub lldp_transmit: bool,
-    /// Log format.
-    #[arg(long, value_enum, default_value = "json")]
-    pub log_format: LogFormat,
     /// Print the iproute2 equivalent of each host routing change instead of making it.
     #[arg(long)]
     pub dry_run_routes: bool,
@@ -59,18 +95,9 @@ pub struct Flags {
     /// Taint the node fabric.spinel.dev/degraded:NoSchedule while its RoCE fabric is unhealthy.
     #[arg(long)]
     pub taint_degraded: bool,
-    /// Log filter (tracing's syntax, e.g. `info` or `spinel_agent=debug`).
-    #[arg(long, env = "SPINEL_AGENT_LOG", default_value = "info")]
-    pub log: String,
-}
-
-/// How logs are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// One JSON object per line.
-    Json,
-    /// Human-readable.
-    Text,
+    /// Logging.
+    #[command(flatten)]
+    pub log: spinel_kube::logging::LogArgs,
 }
 
 /// The file.
@@ -128,14 +155,14 @@ pub struct AgentConfig {
 }
 
 /// Parses `--nics`.
-pub fn parse_nics(text: &str) -> anyhow::Result<NicSelection> {
+pub fn parse_nics(text: &str) -> Result<NicSelection, ConfigError> {
     let text = text.trim();
     if text == "auto" {
         return Ok(NicSelection::Auto);
     }
     if let Some(p) = text.strip_prefix("pattern:") {
         if p.is_empty() || !p.bytes().all(|b| b.is_ascii_graphic() && b != b'/') {
-            bail!("nics: pattern {p:?} must be a non-empty interface-name pattern");
+            invalid!("nics: pattern {p:?} must be a non-empty interface-name pattern");
         }
         return Ok(NicSelection::Pattern(p.to_owned()));
     }
@@ -146,38 +173,40 @@ pub fn parse_nics(text: &str) -> anyhow::Result<NicSelection> {
         .map(str::to_owned)
         .collect();
     if names.is_empty() {
-        bail!("nics: expected auto, pattern:GLOB or a list of interfaces");
+        invalid!("nics: expected auto, pattern:GLOB or a list of interfaces");
     }
     if let Some(bad) = names.iter().find(|n| !hostnet::sriov::is_valid_ifname(n)) {
-        bail!("nics: {bad:?} is not an interface name");
+        invalid!("nics: {bad:?} is not an interface name");
     }
     Ok(NicSelection::Names(names))
 }
 
 impl AgentConfig {
     /// Reads the file (if any) and applies the flags.
-    pub fn load(flags: &Flags) -> anyhow::Result<Self> {
+    pub fn load(flags: &Flags) -> Result<Self, ConfigError> {
         let file: FileConfig = match &flags.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read --config {}", path.display()))?;
-                serde_saphyr::from_str(&text).with_context(|| {
-                    format!("--config {}: invalid configuration", path.display())
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                serde_saphyr::from_str(&text).map_err(|source| ConfigError::Parse {
+                    path: path.clone(),
+                    source: Box::new(source),
                 })?
             }
             None => FileConfig::default(),
         };
-        let node_name = flags
-            .node_name
-            .clone()
-            .context("the node name is unknown: pass --node-name or set NODE_NAME")?;
+        let Some(node_name) = flags.node_name.clone() else {
+            invalid!("the node name is unknown: pass --node-name or set NODE_NAME");
+        };
         if node_name.is_empty()
             || node_name.len() > 253
             || !node_name
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
         {
-            bail!("node name {node_name:?} is not a Kubernetes node name");
+            invalid!("node name {node_name:?} is not a Kubernetes node name");
         }
         let labels = LabelOptions {
             prefix: flags
@@ -206,7 +235,7 @@ impl AgentConfig {
                 ..TxTiming::default()
             });
         if let Some(t) = &transmit {
-            t.validate().context("lldp: invalid timers")?;
+            t.validate().map_err(ConfigError::Timers)?;
         }
         let duties = DutiesFile {
             routing: file.routing,
@@ -285,7 +314,7 @@ mod tests {
         assert_eq!(c.labels.prefix, "fabric.example.com/");
         assert_eq!(c.transmit.unwrap().tx_interval, 5);
         std::fs::write(&file, "bogus: 1\n").unwrap();
-        let err = AgentConfig::load(&flags).unwrap_err();
+        let err = anyhow::Error::new(AgentConfig::load(&flags).unwrap_err());
         assert!(format!("{err:#}").contains("bogus"), "{err:#}");
         let no_name = Flags::parse_from(["spinel-agent", "--node-name", "Bad_Name"]);
         assert!(AgentConfig::load(&no_name).is_err());

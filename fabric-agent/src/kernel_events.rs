@@ -8,7 +8,7 @@ use std::sync::Arc;
 use hostnet::rtnl::{Event, Events};
 use tokio::sync::{Notify, watch};
 
-use crate::garp::Bursts;
+use crate::announcements::Bursts;
 use crate::report::Observation;
 
 /// Tracks carrier per link and says when a RoCE NIC's carrier comes up.

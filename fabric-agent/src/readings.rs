@@ -14,7 +14,7 @@ use hostnet::rdma::gid::{GidQuery, RdmaSysfs};
 use spinel_node::nics::RoceNic;
 use tokio::sync::oneshot;
 
-use crate::health::{HostPfc, Readings};
+use crate::roce_health::{HostPfc, Readings};
 
 type Request = (Vec<RoceNic>, oneshot::Sender<Readings>);
 

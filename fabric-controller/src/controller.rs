@@ -4,14 +4,18 @@
 //! together are taken together, so a burst of changes costs one inference.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::Resource as _;
 use kube::runtime::watcher::Event;
+use spinel_kube::backoff::Backoff;
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument as _;
 
 use crate::desired::{self, Desired, Settings};
 use crate::inputs::{Inputs, NodeReport, SwitchEntry};
+use crate::metrics::Metrics;
 use crate::observed::rv_of;
 use crate::publish::{self, Observed, Write, Writer};
 use crate::watch::Msg;
@@ -197,6 +201,14 @@ impl Controller {
         self.desired.as_ref()
     }
 
+    /// Reports and switch tables in the inputs.
+    pub fn input_counts(&self) -> (usize, usize) {
+        (
+            self.inputs.reports().len(),
+            self.inputs.switch_entries().count(),
+        )
+    }
+
     /// Writes the plan with `writer`.
     pub async fn publish(&mut self, writer: &Writer) -> publish::Outcome {
         let writes = self.plan();
@@ -258,8 +270,9 @@ pub async fn run(
     mut leading: watch::Receiver<bool>,
     mut stop: watch::Receiver<bool>,
     timing: LoopTiming,
+    metrics: Arc<Metrics>,
 ) {
-    let mut backoff = Duration::from_millis(200);
+    let mut backoff = Backoff::new(Duration::from_millis(200), timing.max_backoff);
     let mut retry_at: Option<tokio::time::Instant> = None;
     let mut resync = tokio::time::interval(timing.resync);
     loop {
@@ -277,26 +290,48 @@ pub async fn run(
                         ctrl.handle(m);
                     }
                 }
-                None => return,
+                None => break,
             },
-            changed = leading.changed() => if changed.is_err() { return },
+            changed = leading.changed() => if changed.is_err() { break },
             () = retry => retry_at = None,
             _ = resync.tick() => {}
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.wait_for(|s| *s) => break,
         }
+        metrics.set_leader(*leading.borrow());
+        metrics.set_listed(ctrl.ready());
         if !ctrl.ready() {
             continue;
         }
-        tokio::task::block_in_place(|| ctrl.recompute());
+        reconcile(&mut ctrl, &metrics);
         if !*leading.borrow() {
             continue;
         }
-        let outcome = ctrl.publish(&writer).await;
-        if outcome.failed > 0 {
-            retry_at = Some(tokio::time::Instant::now() + backoff);
-            backoff = (backoff * 2).min(timing.max_backoff);
-        } else {
-            backoff = Duration::from_millis(200);
+        let start = Instant::now();
+        let outcome = ctrl
+            .publish(&writer)
+            .instrument(tracing::info_span!("publish"))
+            .await;
+        if outcome != publish::Outcome::default() {
+            metrics.published(start.elapsed(), &outcome);
         }
+        if outcome.failed > 0 {
+            retry_at = Some(tokio::time::Instant::now() + backoff.next_delay());
+        } else {
+            backoff.reset();
+        }
+    }
+    metrics.set_ended();
+}
+
+/// Infers again if the inputs changed, in a span that says how many there were.
+fn reconcile(ctrl: &mut Controller, metrics: &Metrics) {
+    let (reports, switch_tables) = ctrl.input_counts();
+    let span = tracing::info_span!("reconcile", reports, switch_tables);
+    let _enter = span.enter();
+    let start = Instant::now();
+    if tokio::task::block_in_place(|| ctrl.recompute())
+        && let Some(desired) = ctrl.desired()
+    {
+        metrics.reconciled(start.elapsed(), reports, switch_tables, desired);
     }
 }

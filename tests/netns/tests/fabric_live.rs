@@ -57,6 +57,8 @@ struct World {
     tokens: BTreeMap<String, String>,
     controller_kubeconfig: PathBuf,
     tables: PathBuf,
+    /// Each controller replica's /metrics port, by name.
+    metrics_ports: BTreeMap<String, u16>,
 }
 
 impl World {
@@ -131,10 +133,14 @@ impl World {
             tokens,
             controller_kubeconfig,
             tables,
+            metrics_ports: BTreeMap::new(),
         }
     }
 
-    fn controller(&self, name: &str) -> Component {
+    fn controller(&mut self, name: &str) -> Component {
+        let port = spinel_netns_tests::free_port();
+        self.metrics_ports.insert(name.to_owned(), port);
+        let metrics = format!("127.0.0.1:{port}");
         let args: Vec<String> = [
             "--kubeconfig",
             self.controller_kubeconfig.to_str().unwrap(),
@@ -152,6 +158,8 @@ impl World {
             self.tables.to_str().unwrap(),
             "--switch-tables-poll",
             "1",
+            "--metrics-address",
+            &metrics,
             "--log-format",
             "text",
         ]
@@ -713,6 +721,18 @@ async fn lease_holder(w: &World) -> String {
         .unwrap_or_default()
 }
 
+/// A controller replica's `/metrics` text and `/readyz` status.
+async fn controller_probes(w: &World, name: &str) -> (String, u16) {
+    let port = w.metrics_ports[name];
+    tokio::task::spawn_blocking(move || {
+        let metrics = spinel_netns_tests::http_get(port, "/metrics").map(|(_, b)| b);
+        let ready = spinel_netns_tests::http_get(port, "/readyz").map(|(c, _)| c);
+        (metrics.unwrap_or_default(), ready.unwrap_or(0))
+    })
+    .await
+    .unwrap()
+}
+
 /// 7. Failover: a second replica stands by without writing; the leader stops (SIGTERM,
 ///    releasing the lease); a recabling during the handover (h1 back to its group, its two
 ///    cables swapped) is published by the new one, with the miswiring as Events on h1.
@@ -725,6 +745,27 @@ async fn failover_loses_nothing(
     let b = w.controller("ctrl-b");
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(lease_holder(w).await.starts_with("ctrl-a_"));
+    // Both are ready (the standby keeps the same view); only the leader says it leads and
+    // has written.
+    let (leader, ready_a) = controller_probes(w, "ctrl-a").await;
+    let (standby, ready_b) = controller_probes(w, "ctrl-b").await;
+    assert_eq!((ready_a, ready_b), (200, 200), "/readyz of both replicas");
+    assert!(
+        leader.contains("spinel_fabric_controller_leader 1"),
+        "{leader}"
+    );
+    assert!(
+        leader.contains("spinel_fabric_controller_writes_total{outcome=\"done\"}"),
+        "{leader}"
+    );
+    assert!(
+        standby.contains("spinel_fabric_controller_leader 0"),
+        "{standby}"
+    );
+    assert!(
+        !standby.contains("writes_total{outcome=\"done\"}"),
+        "{standby}"
+    );
     assert!(
         !b.log_text().contains("published"),
         "the standby wrote:\n{}",

@@ -33,4 +33,4 @@ pub use frame::{LldpFrame, LldpGroup, VlanTag, decode_frame, decode_frame_reusin
 pub use lldpdu::{Lldpdu, Tlv};
 pub use local::LocalSystem;
 pub use remote::RemoteTable;
-pub use tx::{TxSchedule, TxTiming};
+pub use tx::{TxSchedule, TxTiming, TxTimingError};

@@ -7,19 +7,19 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use spinel_api::crd::NodeFabric;
 use spinel_api::labels::LabelOptions;
+use spinel_kube::apply::apply_retrying;
+use spinel_kube::backoff::Backoff;
 use tokio::sync::Notify;
 
-use crate::publisher::FIELD_MANAGER;
+use crate::report_publisher::FIELD_MANAGER;
 
 /// Watches `NodeFabric/<node>` and keeps the Node's labels equal to its status; asks for the
 /// report to be published again when the object is deleted.
@@ -94,27 +94,27 @@ async fn apply(nodes: &Api<Node>, node: &str, labels: &BTreeMap<String, String>)
         "kind": "Node",
         "metadata": {"name": node, "labels": labels},
     });
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let mut backoff = Duration::from_millis(250);
-    for attempt in 1..=5 {
-        match nodes.patch(node, &params, &Patch::Apply(&patch)).await {
-            Ok(_) => {
-                tracing::info!(
-                    node,
-                    labels = labels.len(),
-                    "applied the fabric labels to the node"
-                );
-                return true;
-            }
-            Err(e) if attempt < 5 => {
-                tracing::warn!(node, "cannot label the node, retrying in {backoff:?}: {e}");
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
-            }
-            Err(e) => tracing::error!(node, "cannot label the node: {e}"),
-        }
+    let what = format!("the fabric labels of Node/{node}");
+    let mut backoff = Backoff::default();
+    let done = apply_retrying(
+        nodes,
+        node,
+        FIELD_MANAGER,
+        &patch,
+        &mut backoff,
+        Some(5),
+        &what,
+    )
+    .await
+    .is_some();
+    if done {
+        tracing::info!(
+            node,
+            labels = labels.len(),
+            "applied the fabric labels to the node"
+        );
     }
-    false
+    done
 }
 
 #[cfg(test)]

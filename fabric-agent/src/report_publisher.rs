@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Api;
-use kube::api::{Patch, PatchParams};
 use spinel_api::crd::{NodeFabric, NodeFabricSpec};
+use spinel_kube::apply::apply_retrying;
+use spinel_kube::backoff::Backoff;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
@@ -16,9 +17,6 @@ use crate::report::{Observation, spec};
 
 /// The field manager of everything the agent writes.
 pub const FIELD_MANAGER: &str = "spinel-agent";
-
-/// Longest wait between two attempts after a failure.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Keeps `NodeFabric/<node>` equal to the latest observation until `observations` closes.
 pub async fn run(
@@ -62,19 +60,7 @@ pub async fn run(
 /// Applies `spec`, retrying with back-off until the API server takes it.
 async fn apply_until_done(api: &Api<NodeFabric>, node: &str, spec: NodeFabricSpec) {
     let object = NodeFabric::new(node, spec);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let mut backoff = Duration::from_millis(250);
-    loop {
-        match api.patch(node, &params, &Patch::Apply(&object)).await {
-            Ok(_) => return,
-            Err(e) => {
-                tracing::warn!(
-                    node,
-                    "cannot publish the node's fabric report, retrying in {backoff:?}: {e}"
-                );
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        }
-    }
+    let what = format!("NodeFabric/{node} (the node's fabric report)");
+    let mut backoff = Backoff::default();
+    apply_retrying(api, node, FIELD_MANAGER, &object, &mut backoff, None, &what).await;
 }
