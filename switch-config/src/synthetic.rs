@@ -177,7 +177,7 @@ pub fn intent(spec: &Spec) -> Intent {
 pub fn release(os: SwitchOs, index: usize) -> Option<String> {
     match os {
         SwitchOs::Sonic => None,
-        SwitchOs::Cumulus if index % 2 == 0 => Some("5.15".into()),
+        SwitchOs::Cumulus if index.is_multiple_of(2) => Some("5.15".into()),
         SwitchOs::Cumulus => Some("5.12".into()),
         SwitchOs::Eos => Some("4.33".into()),
     }

@@ -64,10 +64,10 @@ pub fn render(a: &RenderArgs) -> anyhow::Result<ExitCode> {
         // Streamed into a new tree that replaces --out only when complete: a large fabric's
         // files never all sit in memory, and a failure leaves the previous output whole.
         outdir::replace_whole(&a.out, |sink| {
-            Ok(render::each(&plan, &running, |f| {
+            render::each(&plan, &running, |f| {
                 written += 1;
                 sink(f)
-            })?)
+            })
         })?
     } else {
         let mut notes = Vec::new();

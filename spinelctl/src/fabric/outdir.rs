@@ -140,3 +140,149 @@ pub fn replace_files(out: &Path, files: &[RenderedFile]) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, text: &str) -> RenderedFile {
+        RenderedFile {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+
+    fn render(out: &Path, files: &[RenderedFile]) -> anyhow::Result<usize> {
+        replace_whole(out, |sink| {
+            for f in files {
+                sink(f.clone())?;
+            }
+            Ok(files.len())
+        })
+    }
+
+    fn listing(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = walk(dir)
+            .into_iter()
+            .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_render_replaces_its_own_output_whole() {
+        let parent = tempfile::tempdir().unwrap();
+        let out = parent.path().join("rendered");
+        render(
+            &out,
+            &[file("leaf01.cfg", "a"), file("hosts/node01.json", "b")],
+        )
+        .unwrap();
+        assert_eq!(listing(&out), [MARKER, "hosts/node01.json", "leaf01.cfg"]);
+        // node01 left the intent: its file goes with the old tree.
+        render(&out, &[file("leaf01.cfg", "c")]).unwrap();
+        assert_eq!(listing(&out), [MARKER, "leaf01.cfg"]);
+        assert_eq!(
+            std::fs::read_to_string(out.join("leaf01.cfg")).unwrap(),
+            "c"
+        );
+        assert_eq!(
+            std::fs::read_dir(parent.path()).unwrap().count(),
+            1,
+            "no temporary left next to it"
+        );
+    }
+
+    #[test]
+    fn a_failure_half_way_leaves_the_previous_output_whole() {
+        let parent = tempfile::tempdir().unwrap();
+        let out = parent.path().join("rendered");
+        render(&out, &[file("leaf01.cfg", "old")]).unwrap();
+        let failed: anyhow::Result<()> = replace_whole(&out, |sink| {
+            sink(file("leaf01.cfg", "new"))?;
+            sink(file("leaf02.cfg", "new"))?;
+            anyhow::bail!("disk full")
+        });
+        assert!(failed.is_err());
+        assert_eq!(listing(&out), [MARKER, "leaf01.cfg"]);
+        assert_eq!(
+            std::fs::read_to_string(out.join("leaf01.cfg")).unwrap(),
+            "old"
+        );
+        assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_directory_not_ours_is_refused_before_anything_is_written() {
+        let parent = tempfile::tempdir().unwrap();
+        let out = parent.path().join("somewhere");
+        std::fs::create_dir(&out).unwrap();
+        // `hosts` is a regular file: the operator's, not a render's.
+        std::fs::write(out.join("hosts"), "keep me").unwrap();
+        let e = render(
+            &out,
+            &[file("leaf01.cfg", "a"), file("hosts/node01.json", "b")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no .spinel-render marker"), "{e}");
+        assert_eq!(listing(&out), ["hosts"]);
+        assert_eq!(
+            std::fs::read_to_string(out.join("hosts")).unwrap(),
+            "keep me"
+        );
+        let e = replace_files(&out, &[file("leaf01.cfg", "a")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nothing was written"), "{e}");
+        assert_eq!(listing(&out), ["hosts"]);
+        // A file, or a link, as --out is refused too.
+        let e = render(&out.join("hosts"), &[file("a", "b")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a directory"), "{e}");
+        std::os::unix::fs::symlink(&out, parent.path().join("link")).unwrap();
+        let e = render(&parent.path().join("link"), &[file("a", "b")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert_eq!(listing(&out), ["hosts"]);
+    }
+
+    #[test]
+    fn some_switches_replace_only_their_files_after_every_target_is_checked() {
+        let parent = tempfile::tempdir().unwrap();
+        let out = parent.path().join("rendered");
+        render(&out, &[file("leaf01.cfg", "a"), file("leaf02.cfg", "b")]).unwrap();
+        replace_files(&out, &[file("leaf02.cfg", "c")]).unwrap();
+        assert_eq!(listing(&out), [MARKER, "leaf01.cfg", "leaf02.cfg"]);
+        assert_eq!(
+            std::fs::read_to_string(out.join("leaf02.cfg")).unwrap(),
+            "c"
+        );
+        std::fs::create_dir(out.join("leaf03.cfg")).unwrap();
+        let e = replace_files(&out, &[file("leaf01.cfg", "x"), file("leaf03.cfg", "y")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(out.join("leaf01.cfg")).unwrap(),
+            "a",
+            "nothing written"
+        );
+    }
+}

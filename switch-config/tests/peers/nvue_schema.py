@@ -6,9 +6,10 @@ OpenAPI document of each 5.x release. Its models ignore unknown keys by default,
 release does not have (`service lldp` in 5.15) would pass silently; here every model forbids
 unknown keys, so such a path fails, named.
 
-Usage: nvue_schema.py VERSION FILE...   (FILE: the `nv config patch` YAML `- set: TREE`, or the
-       JSON `nv config show -o json` prints, or a bare tree)
-Exit: 0 every file valid, 1 a file invalid, 2 usage error or the schema missing.
+Usage: nvue_schema.py RELEASE:FILE...   (FILE: the `nv config patch` YAML `- set: TREE`, the
+       JSON `nv config show -o json` prints, or a bare tree; RELEASE: 5.12, 5.15, ...)
+Prints PASS or FAIL (with every violation) per file.
+Exit: 0 every file valid, 1 a file invalid, 2 usage error or a release without a schema.
 """
 
 import importlib
@@ -16,15 +17,20 @@ import json
 import sys
 
 import pydantic
-import yaml  # PyYAML, which pydantic-settings and nvueschema's users have; pinned in install-deps
+import yaml  # PyYAML, pinned with the rest in requirements.txt
 
 
 class _Strict(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
 
 
+_MODELS = {}
+
+
 def load_model(version):
     """The root model of `version`, with unknown keys forbidden at every level."""
+    if version in _MODELS:
+        return _MODELS[version]
     pydantic.BaseModel = _Strict  # the generated modules do `from pydantic import BaseModel`
     from nvueschema.models._versions import VERSIONS
 
@@ -33,6 +39,7 @@ def load_model(version):
               file=sys.stderr)
         sys.exit(2)
     module = importlib.import_module("nvueschema.models.v" + version.replace(".", "_"))
+    _MODELS[version] = module.NvueConfig
     return module.NvueConfig
 
 
@@ -51,26 +58,27 @@ def tree_of(text):
 
 
 def main(argv):
-    if len(argv) < 3:
+    pairs = [a.split(":", 1) for a in argv[1:]]
+    if not pairs or any(len(p) != 2 for p in pairs):
         print(__doc__, file=sys.stderr)
         return 2
-    model = load_model(argv[1])
     failed = 0
-    for path in argv[2:]:
+    for version, path in pairs:
+        model = load_model(version)
         try:
             with open(path, encoding="utf-8") as f:
                 tree = tree_of(f.read())
             model.model_validate(tree)
-            print(f"PASS {argv[1]} {path}")
+            print(f"PASS {version} {path}")
         except pydantic.ValidationError as e:
             failed += 1
-            print(f"FAIL {argv[1]} {path}")
+            print(f"FAIL {version} {path}")
             for err in e.errors():
                 loc = " ".join(str(p) for p in err["loc"])
                 print(f"  {loc}: {err['msg']} (got {json.dumps(err.get('input'))[:80]})")
         except (OSError, ValueError, yaml.YAMLError) as e:
             failed += 1
-            print(f"FAIL {argv[1]} {path}: {e}")
+            print(f"FAIL {version} {path}: {e}")
     return 1 if failed else 0
 
 
