@@ -85,7 +85,11 @@ fn variants() -> Vec<(&'static str, Intent)> {
     five.roce.pfc.priorities = vec![5];
     let mut two = example();
     two.roce.pfc.priorities = vec![3, 4];
-    vec![("example", example()), ("priority5", five), ("lossless34", two)]
+    vec![
+        ("example", example()),
+        ("priority5", five),
+        ("lossless34", two),
+    ]
 }
 
 #[test]
@@ -142,7 +146,11 @@ fn nvue_validates_against_nvidias_schema_of_each_release() {
     assert_eq!(verdicts.len(), args.len(), "{text}");
     for (arg, verdict) in args.iter().zip(&verdicts) {
         let (release, file) = arg.split_once(':').unwrap();
-        let want = if controls.contains(arg) { "FAIL" } else { "PASS" };
+        let want = if controls.contains(arg) {
+            "FAIL"
+        } else {
+            "PASS"
+        };
         assert_eq!(
             verdict,
             &format!("{want} {release} {file}"),
@@ -159,7 +167,11 @@ fn eos_renders_the_same_through_aristas_avd_templates() {
     for (name, base) in variants() {
         for platform in [EosPlatform::Strata, EosPlatform::Sand] {
             let mut i = base.clone();
-            for s in i.switches.iter_mut().filter(|s| s.version.as_deref() == Some("4.33")) {
+            for s in i
+                .switches
+                .iter_mut()
+                .filter(|s| s.version.as_deref() == Some("4.33"))
+            {
                 s.platform = Some(platform);
             }
             let plan = FabricPlan::new(&i);
@@ -177,8 +189,8 @@ fn eos_renders_the_same_through_aristas_avd_templates() {
     }
     // Controls AVD must refuse: a watchdog action EOS does not have (what this renderer wrote
     // for `forward` before), an ECN threshold unit that does not exist.
-    let golden = std::fs::read_to_string(crate_dir().join("examples/rendered/leaf03.eos.cfg"))
-        .unwrap();
+    let golden =
+        std::fs::read_to_string(crate_dir().join("examples/rendered/leaf03.eos.cfg")).unwrap();
     let controls = [
         ("watchdog action drop", "watchdog action no-drop"),
         (
@@ -206,6 +218,9 @@ fn eos_renders_the_same_through_aristas_avd_templates() {
         assert_eq!(verdict, &format!("{want} {file}"), "{text}");
     }
     // What AVD cannot model is said, not passed silently: the two DCBX lines.
-    assert!(text.contains("not proven by AVD (no model): dcbx mode ieee"), "{text}");
+    assert!(
+        text.contains("not proven by AVD (no model): dcbx mode ieee"),
+        "{text}"
+    );
     std::fs::remove_dir_all(dir).ok();
 }
