@@ -266,9 +266,12 @@ fn located_error(text: &str, name: &str, limits: &Limits) -> IntentError {
                 e.into_inner()
             })
         });
-    let message = match parsed {
-        Err(e) => explain(&e, limits),
-        Ok(_) => "the document parses only with field tracking (a parser inconsistency)".into(),
+    let (message, duplicate) = match parsed {
+        Err(e) => (explain(&e, limits), duplicate_key(&e.to_string())),
+        Ok(_) => (
+            "the document parses only with field tracking (a parser inconsistency)".into(),
+            None,
+        ),
     };
     // A duplicate key is reported at the mapping that holds it; serde_path_to_error names the
     // key it could not place `?`: name it from the parser's message instead.
@@ -277,7 +280,7 @@ fn located_error(text: &str, name: &str, limits: &Limits) -> IntentError {
             .strip_suffix(".?")
             .or_else(|| (f == "?").then_some(""))
             .map(str::to_owned);
-        field = match (parent, duplicate_key(&message)) {
+        field = match (parent, duplicate) {
             (Some(p), Some(key)) if p.is_empty() => Some(key),
             (Some(p), Some(key)) => Some(format!("{p}.{key}")),
             (Some(p), None) if !p.is_empty() => Some(p),
@@ -308,9 +311,11 @@ fn explain(e: &serde_saphyr::Error, limits: &Limits) -> String {
         .unwrap_or_default();
     let limit = match e.without_snippet() {
         serde_saphyr::Error::Budget { breach, .. } => match breach {
-            B::Aliases { aliases } | B::AliasAnchorRatio { aliases, .. } => Some(format!(
-                "{aliases} aliases: more than the {} allowed (10 per anchor) — an alias flood \
-                 (\"billion laughs\") expands a small file into an enormous document",
+            B::AliasAnchorRatio { aliases, anchors } => Some(format!(
+                "{aliases} aliases of {anchors} anchor(s), more than 10 per anchor: {FLOOD}"
+            )),
+            B::Aliases { aliases } => Some(format!(
+                "{aliases} aliases, more than the {} allowed: {FLOOD}",
                 limits.max_anchors * 10
             )),
             B::Anchors { anchors } => Some(format!(
@@ -340,14 +345,21 @@ fn explain(e: &serde_saphyr::Error, limits: &Limits) -> String {
         },
         _ => None,
     };
+    let text = e.to_string();
+    if let (None, Some(key)) = (&limit, duplicate_key(&text)) {
+        return format!("{at}the key {key} appears twice; each key may appear once");
+    }
     match limit {
         Some(words) => format!("{at}too big to read: {words}"),
         None => super::validate::bounded(
-            e.to_string().trim_start_matches("error: ").to_owned(),
+            text.trim_start_matches("error: ").to_owned(),
             16 * super::MAX_ECHO_BYTES,
         ),
     }
 }
+
+const FLOOD: &str = "an alias flood (\"billion laughs\") expands a small file into an enormous \
+                     document";
 
 /// The key a duplicate-key message names (`duplicate mapping key `name` ...`).
 fn duplicate_key(message: &str) -> Option<String> {
