@@ -222,10 +222,7 @@ fn a_port_listed_twice_is_a_duplicate_key() {
     );
     let msg = parse(&text).unwrap_err().to_string();
     assert!(msg.contains("the key swp1 appears twice"), "{msg}");
-    assert!(
-        msg.starts_with("test.yaml: switches[0].ports"),
-        "{msg}"
-    );
+    assert!(msg.starts_with("test.yaml: switches[0].ports"), "{msg}");
 }
 
 #[test]
@@ -331,7 +328,10 @@ fn a_duplicate_key_names_its_field() {
     let msg = parse(&text).unwrap_err().to_string();
     assert!(msg.starts_with("test.yaml: fabric: "), "{msg}");
     assert!(msg.contains("the key fabric appears twice"), "{msg}");
-    assert!(!msg.contains('?') && !msg.contains("DuplicateKeyPolicy"), "{msg}");
+    assert!(
+        !msg.contains('?') && !msg.contains("DuplicateKeyPolicy"),
+        "{msg}"
+    );
     let text = BASE.replace("    role: spine\n", "    role: spine\n    role: leaf\n");
     let msg = parse(&text).unwrap_err().to_string();
     assert!(
