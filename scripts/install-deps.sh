@@ -61,3 +61,21 @@ fi
 if [ "${1:-demo}" = test ] && ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>&1; then
   rustup component add rustfmt clippy
 fi
+
+# --- switch-config peers (switch-config/tests/peers.rs) -------------------------------------
+# NVIDIA's NVUE schema per Cumulus Linux release (nvueschema) and Arista AVD's templates and
+# schema (pyavd), pinned in switch-config/tests/peers/requirements.txt, in a virtual environment
+# under target/ (about 110 MB, ten seconds); reinstalled only when the pins change.
+if [ "${1:-demo}" = test ]; then
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  peers="$root/target/switch-peers"
+  pins="$root/switch-config/tests/peers/requirements.txt"
+  if ! cmp -s "$pins" "$peers/requirements.txt" 2>/dev/null; then
+    echo "install-deps: installing the switch-config peers into $peers"
+    rm -rf "$peers"
+    python3 -m venv "$peers"
+    "$peers/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$pins"
+    cp "$pins" "$peers/requirements.txt"
+  fi
+fi
+# --- end switch-config peers ------------------------------------------------------------------

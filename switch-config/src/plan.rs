@@ -12,6 +12,7 @@ use ipnet::Ipv4Net;
 
 use crate::intent::{Intent, Network, Switch, SwitchRole};
 use crate::qos::QosPlan;
+use crate::software::Software;
 
 /// Default port speed when neither the port nor the switch names one, Gb/s.
 pub const DEFAULT_SPEED_GBPS: u32 = 400;
@@ -35,6 +36,9 @@ pub struct FabricPlan<'a> {
 pub struct SwitchPlan<'a> {
     /// The switch as written.
     pub switch: &'a Switch,
+    /// Its software release; `None` when the intent's is unknown (validation reports it, and
+    /// nothing is rendered for it).
+    pub software: Option<Software>,
     /// Port MTU.
     pub mtu: u16,
     /// PFC priorities, ascending.
@@ -112,6 +116,7 @@ impl<'a> FabricPlan<'a> {
             .iter()
             .map(|s| SwitchPlan {
                 switch: s,
+                software: Software::of(s).ok(),
                 mtu: s.mtu.unwrap_or(intent.roce.mtu.switch),
                 pfc: crate::qos::sorted_unique(
                     s.pfc_priorities
