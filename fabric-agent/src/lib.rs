@@ -17,10 +17,12 @@
 //! - [`roce_health`], [`shielding`], [`node_condition`]: RoCE health per NIC (from
 //!   [`readings`]) as report findings, the `RoCEFabricReady` condition and the degraded taint;
 //! - [`metrics`], [`probes`]: Prometheus metrics and what `/healthz`, `/readyz` answer;
-//! - [`duties`]: starts the node duties; [`config`], [`settings`]: flags and the file.
+//! - [`duties`]: starts the node duties; [`config`], [`settings`], [`config_error`]: flags and
+//!   the file, and what is wrong with them.
 
 pub mod announcements;
 pub mod config;
+pub mod config_error;
 pub mod duties;
 pub mod host_routing;
 pub mod kernel_events;

@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::{ConfigError, invalid};
+use crate::config_error::{ConfigError, invalid};
 use serde::Deserialize;
 
 /// Routing protocol number on the agent's routes and rules (`proto 197`), so it tells its own

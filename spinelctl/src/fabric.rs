@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 use spinel_switch_config::intent::SwitchOs;
-use spinel_switch_config::software::EosPlatform;
+use spinel_switch_config::intent::software::EosPlatform;
 
 /// Exit status when a check or validation found errors (unreadable input exits with 1), as
 /// `spinelctl topo infer` does for miswiring.

@@ -9,12 +9,12 @@ use ipnet::Ipv4Net;
 use topo_discovery::fabric::{Fabric, LinkKind};
 
 use crate::check::{Finding, Kind, Report, Severity, Source};
+use crate::intent::software::EosPlatform;
 use crate::intent::{
     ArpPolicy, Intent, Network, Peer, Port, Ports, Rail, RoceProfile, SCHEMA, Switch, SwitchOs,
     SwitchRole,
 };
 use crate::plan::{FabricPlan, natural_cmp};
-use crate::software::EosPlatform;
 
 /// What the fabric cannot tell: OS, speeds, addressing, the profile.
 #[derive(Debug, Clone, PartialEq, Eq)]

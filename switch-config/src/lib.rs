@@ -10,7 +10,7 @@
 //! - [`diff`]: only what must change on a switch (a JSON Patch for SONiC, `nv set`/`nv unset`);
 //! - [`host`]: host profiles and the host state read from the kernel;
 //! - [`check`]: intent vs switches vs advertised DCBX vs hosts, each disagreement once;
-//! - [`software`]: switch OS releases and what each accepts;
+//! - [`intent::software`]: switch OS releases and what each accepts;
 //! - [`fabric`]: an intent from an inferred fabric, and cabling as designed.
 
 pub mod check;
@@ -22,6 +22,5 @@ pub mod observe;
 pub mod plan;
 pub mod qos;
 pub mod render;
-pub mod software;
 pub mod state;
 pub mod synthetic;

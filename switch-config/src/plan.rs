@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ipnet::Ipv4Net;
 
+use crate::intent::software::Software;
 use crate::intent::{Intent, Network, Switch, SwitchRole};
 use crate::qos::QosPlan;
-use crate::software::Software;
 
 /// Default port speed when neither the port nor the switch names one, Gb/s.
 pub const DEFAULT_SPEED_GBPS: u32 = 400;

@@ -7,11 +7,11 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
+use crate::intent::software::EosPlatform;
 use crate::intent::{
     ArpPolicy, Intent, Network, Peer, Port, Ports, Rail, RoceProfile, SCHEMA, Switch, SwitchOs,
     SwitchRole,
 };
-use crate::software::EosPlatform;
 
 /// Shape of a synthetic fabric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,11 +10,11 @@ use serde_json::{Map, Value};
 use spinel_switch_config::check::{self, Evidence, Finding, Kind, Report, Severity, Source};
 use spinel_switch_config::diff;
 use spinel_switch_config::host::{HostState, NicState, Reading, STATE_SCHEMA};
+use spinel_switch_config::intent::software::EosPlatform;
 use spinel_switch_config::intent::{self, Intent, SwitchOs};
 use spinel_switch_config::observe::{self, nvue as nvue_observe, sonic as sonic_observe};
 use spinel_switch_config::plan::FabricPlan;
 use spinel_switch_config::render::{self, Running, nvue, sonic};
-use spinel_switch_config::software::EosPlatform;
 use spinel_wire::neighbor::{
     ChassisId, ChassisIdSubtype, Neighbor, NeighborTable, Observer, PfcConfiguration, PortId,
     PortIdSubtype, PortNeighbors, Role, SCHEMA,

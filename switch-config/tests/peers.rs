@@ -18,10 +18,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use spinel_switch_config::intent::software::{CUMULUS_RELEASES, EosPlatform};
 use spinel_switch_config::intent::{self, Intent};
 use spinel_switch_config::plan::FabricPlan;
 use spinel_switch_config::render::{self, Running, nvue};
-use spinel_switch_config::software::{CUMULUS_RELEASES, EosPlatform};
 
 fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

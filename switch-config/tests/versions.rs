@@ -9,11 +9,11 @@ use std::path::Path;
 use serde_json::{Value, json};
 use spinel_switch_config::check::{self, Evidence};
 use spinel_switch_config::diff;
+use spinel_switch_config::intent::software::{CUMULUS_RELEASES, EosPlatform};
 use spinel_switch_config::intent::{self, Intent, SwitchOs};
 use spinel_switch_config::observe;
 use spinel_switch_config::plan::FabricPlan;
 use spinel_switch_config::render::{self, Running, nvue};
-use spinel_switch_config::software::{CUMULUS_RELEASES, EosPlatform};
 use spinel_switch_config::state;
 
 fn example() -> Intent {

@@ -9,11 +9,11 @@ use spinel_switch_config::check::{self, Evidence, Report};
 use spinel_switch_config::diff;
 use spinel_switch_config::fabric::{Template, check_cabling, intent_from_fabric};
 use spinel_switch_config::host::kernel::{self, Roots};
+use spinel_switch_config::intent::software::{CUMULUS_RELEASES, EOS_RELEASES, EosPlatform};
 use spinel_switch_config::intent::{self, Intent, Issue, SwitchOs};
 use spinel_switch_config::observe;
 use spinel_switch_config::plan::FabricPlan;
 use spinel_switch_config::render::{self, nvue, sonic};
-use spinel_switch_config::software::{CUMULUS_RELEASES, EOS_RELEASES, EosPlatform};
 
 use super::{
     CablingArgs, CheckArgs, DiffArgs, EXIT_FINDINGS, HostStateArgs, IntentArgs, RenderArgs,

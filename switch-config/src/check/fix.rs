@@ -183,7 +183,7 @@ fn eos(
     let q = &plan.qos;
     let Some(platform) = sp
         .software
-        .and_then(crate::software::Software::eos_platform)
+        .and_then(crate::intent::software::Software::eos_platform)
     else {
         return Vec::new();
     };

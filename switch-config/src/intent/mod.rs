@@ -12,6 +12,7 @@
 mod defaults;
 mod load;
 mod peer;
+pub mod software;
 mod validate;
 mod write;
 
@@ -234,7 +235,7 @@ pub struct Switch {
     pub version: Option<String>,
     /// EOS hardware family (`strata` or `sand`): the queue command differs between them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub platform: Option<crate::software::EosPlatform>,
+    pub platform: Option<crate::intent::software::EosPlatform>,
     /// Per rail it serves: VLAN, subnet and gateway (leaves).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<Network>,

@@ -9,8 +9,8 @@
 use std::fmt::Write;
 
 use crate::intent::WatchdogAction;
+use crate::intent::software::EosPlatform;
 use crate::plan::{FabricPlan, PortPeer, SwitchPlan};
-use crate::software::EosPlatform;
 
 /// EOS's RoCE ECN thresholds are given in bytes here (EOS also takes segments, kbytes, ...).
 pub const ECN_UNITS: &str = "bytes";

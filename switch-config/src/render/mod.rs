@@ -112,7 +112,7 @@ pub fn switch(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, running: &Running) -> 
         SwitchOs::Eos => {
             let Some(platform) = sp
                 .software
-                .and_then(crate::software::Software::eos_platform)
+                .and_then(crate::intent::software::Software::eos_platform)
             else {
                 notes.push(unknown_release(sp));
                 return SwitchRendering { files, notes };
@@ -135,7 +135,7 @@ pub fn switch(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, running: &Running) -> 
 }
 
 fn unknown_release(sp: &SwitchPlan<'_>) -> String {
-    let why = crate::software::Software::of(sp.switch)
+    let why = crate::intent::software::Software::of(sp.switch)
         .err()
         .unwrap_or_default();
     format!("{}: not rendered: {why}", sp.switch.name)

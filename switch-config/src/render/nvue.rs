@@ -11,8 +11,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::intent::software::NvueSyntax;
 use crate::plan::{FabricPlan, PortPeer, SwitchPlan};
-use crate::software::NvueSyntax;
 
 /// RoCE v2's UDP port, advertised in the DCBX Application Priority TLV.
 pub const ROCE_UDP_PORT: u16 = 4791;
@@ -45,7 +45,8 @@ pub fn uplink_pfc_profile(plan: &FabricPlan<'_>) -> String {
 
 /// The NVUE syntax of `sp`'s release; `None` when the release is unknown (nothing is rendered).
 pub fn syntax(sp: &SwitchPlan<'_>) -> Option<NvueSyntax> {
-    sp.software.and_then(crate::software::Software::nvue)
+    sp.software
+        .and_then(crate::intent::software::Software::nvue)
 }
 
 /// The switch priority `nv set qos roce mode lossless` makes lossless (PFC, the RoCE lossless

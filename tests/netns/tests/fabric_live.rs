@@ -77,6 +77,7 @@ impl World {
                 "deploy/agent/rbac.yaml",
                 "deploy/agent/admission-policy.yaml",
                 "deploy/controller/rbac.yaml",
+                "deploy/controller/admission-policy.yaml",
             ],
         )
         .await;

@@ -5,10 +5,10 @@ use std::collections::{HashMap, HashSet};
 use super::{
     Issues, switch_field, valid_host_name, valid_nic_name, valid_port_name, valid_switch_name,
 };
+use crate::intent::software::Software;
 use crate::intent::{Intent, Switch, SwitchOs, SwitchRole, WatchdogAction, cut};
 use crate::plan::{FabricPlan, PortPeer, SwitchPlan};
 use crate::qos::{comma_list, pfc_headroom_bytes};
-use crate::software::Software;
 
 const SPEEDS_GBPS: [u32; 9] = [10, 25, 40, 50, 100, 200, 400, 800, 1600];
 

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::intent::{Switch, SwitchOs};
+use super::{Switch, SwitchOs};
 
 /// Cumulus Linux releases whose NVUE schema the rendered commands are validated against. Before
 /// 5.9 NVUE has no per-interface LLDP application TLV; before 5.6 no PFC watchdog.
@@ -107,7 +107,7 @@ impl Software {
                     "version {}: SONiC is rendered in one config_db form, validated against \
                      SONiC's YANG models (docs/switch-config.md); there is no release to choose, \
                      remove the version",
-                    crate::intent::cut(v)
+                    super::cut(v)
                 )),
             },
             SwitchOs::Cumulus => {
@@ -167,7 +167,7 @@ fn release(switch: &Switch, major: u8, known: &[&str], os: &str) -> Result<u8, S
         Some(m) if known.contains(&format!("{major}.{m}").as_str()) => Ok(m),
         _ => Err(format!(
             "{os} {} is not a release this renderer knows; known: {list}",
-            crate::intent::cut(version)
+            super::cut(version)
         )),
     }
 }
