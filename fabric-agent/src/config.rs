@@ -221,7 +221,12 @@ impl AgentConfig {
                 .unwrap_or_else(|| PathBuf::from("/sys")),
             labels,
             transmit,
-            max_neighbors: file.lldp.max_neighbors.unwrap_or(32).clamp(1, 1024),
+            // The NodeFabric schema holds at most this many per port.
+            max_neighbors: file
+                .lldp
+                .max_neighbors
+                .unwrap_or(spinel_api::crd::MAX_NEIGHBORS_PER_PORT)
+                .clamp(1, spinel_api::crd::MAX_NEIGHBORS_PER_PORT),
             debounce: Duration::from_millis(file.report_debounce_ms.unwrap_or(500).min(60_000)),
             resync: Duration::from_secs(file.resync_seconds.unwrap_or(600).clamp(10, 86_400)),
             duties,

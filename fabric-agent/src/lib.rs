@@ -177,8 +177,13 @@ async fn serve(
                 .map_err(|e| advert(e.to_string()))?;
         }
     }
+    let fabrics: Api<NodeFabric> = Api::all(client.clone());
+    // What the previous agent published, so a restart does not publish less than it knew.
+    let (carried, health) = report::published(&fabrics, &node).await;
     let (tx, rx) = watch::channel(Observation {
         nics: found,
+        carried,
+        health,
         ..Observation::default()
     });
     let tx = Arc::new(tx);
@@ -193,7 +198,6 @@ async fn serve(
         Arc::clone(&stop),
     );
     let republish = Arc::new(Notify::new());
-    let fabrics: Api<NodeFabric> = Api::all(client.clone());
     let publisher = tokio::spawn(report_publisher::run(
         fabrics.clone(),
         node.clone(),

@@ -37,10 +37,19 @@ pub async fn run(
     let mut applied: Option<BTreeMap<String, String>> = None;
     let mut wanted: Option<BTreeMap<String, String>> = None;
     let mut on_node: Option<BTreeMap<String, String>> = None;
+    // Whether the current (re)list has shown the object: a list that ends without it means it
+    // was deleted while the watch was away (an expired resourceVersion), with no Delete event.
+    let mut listed = false;
     loop {
         tokio::select! {
             event = reports.next() => match event {
-                Some(Ok(watcher::Event::Apply(nf) | watcher::Event::InitApply(nf))) => {
+                Some(Ok(watcher::Event::Apply(nf))) => {
+                    if let Some(w) = desired(&nf, &options) {
+                        wanted = Some(w);
+                    }
+                }
+                Some(Ok(watcher::Event::InitApply(nf))) => {
+                    listed = true;
                     if let Some(w) = desired(&nf, &options) {
                         wanted = Some(w);
                     }
@@ -49,7 +58,13 @@ pub async fn run(
                     tracing::warn!(node, "the node's NodeFabric was deleted; publishing it again");
                     republish.notify_one();
                 }
-                Some(Ok(watcher::Event::Init | watcher::Event::InitDone)) => {}
+                Some(Ok(watcher::Event::Init)) => listed = false,
+                Some(Ok(watcher::Event::InitDone)) => {
+                    if !listed {
+                        tracing::warn!(node, "the node's NodeFabric is gone (found missing on a relist); publishing it again");
+                        republish.notify_one();
+                    }
+                }
                 // The watcher re-lists after errors, with back-off (a 410 Gone included).
                 Some(Err(e)) => tracing::warn!(node, "watching the node's NodeFabric: {e}"),
                 None => return,

@@ -30,7 +30,20 @@ pub async fn run(
     let mut last: Option<NodeFabricSpec> = None;
     let mut next_resync = Instant::now() + resync;
     loop {
+        // A carried-over neighbour leaves the report when its TTL ends, as an aged-out one does.
+        let carried_ends = observations
+            .borrow()
+            .carried
+            .as_ref()
+            .and_then(|c| c.next_deadline(std::time::Instant::now()))
+            .map(Instant::from_std);
         if last.is_some() {
+            let carry_over = async {
+                match carried_ends {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 changed = observations.changed() => {
                     if changed.is_err() {
@@ -41,6 +54,7 @@ pub async fn run(
                 }
                 () = republish.notified() => last = None,
                 () = tokio::time::sleep_until(next_resync) => last = None,
+                () = carry_over => {}
             }
         }
         let current = spec(&node, &observations.borrow_and_update());

@@ -144,7 +144,10 @@ impl Shielding {
             self.probes.beat();
             let (nics, table) = {
                 let o = self.observation.borrow();
-                (o.nics.clone(), o.table.clone())
+                (
+                    o.nics.clone(),
+                    o.table_at(&self.node, std::time::Instant::now()),
+                )
             };
             let readings = self.reader.read(nics.clone()).await;
             let cabling = self.cabling.borrow().clone();

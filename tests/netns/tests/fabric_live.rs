@@ -515,6 +515,106 @@ async fn no_churn(w: &World) {
     );
 }
 
+/// What the cluster sees of the fabric and must not change when agents restart: every
+/// controller-written object's resourceVersion, each NodeFabric's status, and the Events.
+async fn cluster_view(w: &World) -> (BTreeMap<String, String>, BTreeMap<String, Value>, usize) {
+    let versions: BTreeMap<String, String> = w
+        .versions()
+        .await
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("Node/") && !k.starts_with("NodeFabric/"))
+        .collect();
+    let statuses = nodefabrics(&w.admin)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|o| (o.metadata.name.unwrap(), o.data["status"].clone()))
+        .collect();
+    let events = Api::<Event>::namespaced(w.admin.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .len();
+    (versions, statuses, events)
+}
+
+/// Every Node's labels under the prefix, whenever any changes, until `stop`.
+async fn label_changes(
+    admin: kube::Client,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Vec<String> {
+    use futures::StreamExt as _;
+    use kube::runtime::{WatchStreamExt as _, watcher};
+    let stream = watcher(Api::<Node>::all(admin), watcher::Config::default()).applied_objects();
+    futures::pin_mut!(stream);
+    let mut seen: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut changes = Vec::new();
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => return changes,
+            next = stream.next() => match next {
+                Some(Ok(node)) => {
+                    let name = node.metadata.name.clone().unwrap_or_default();
+                    let labels: BTreeMap<String, String> = node
+                        .metadata
+                        .labels
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|(k, _)| k.starts_with("fabric.spinel.dev/"))
+                        .collect();
+                    if let Some(before) = seen.insert(name.clone(), labels.clone())
+                        && before != labels
+                    {
+                        changes.push(format!("{name}: {before:?} -> {labels:?}"));
+                    }
+                }
+                Some(Err(e)) => changes.push(format!("the Node watch failed: {e}")),
+                None => return changes,
+            },
+        }
+    }
+}
+
+/// 3b. A rolling update of the DaemonSet: every agent stopped (SIGTERM; one SIGKILL) and
+///     started again, one after another. No Node label flaps, no controller write (HyperNodes,
+///     Topology, Fabric, NodeFabric statuses), no Event: a restarted agent publishes what its
+///     predecessor did until LLDP tells it otherwise.
+async fn rolling_restarts_change_nothing(w: &mut World) {
+    let before = cluster_view(w).await;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let watcher = tokio::spawn(label_changes(w.admin.clone(), stopped));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let hosts: Vec<String> = w.agents.keys().cloned().collect();
+    for (i, host) in hosts.iter().enumerate() {
+        let agent = w.agents.get_mut(host).unwrap();
+        if i == 0 {
+            agent.kill();
+        } else {
+            assert!(agent.terminate().success(), "{}", agent.log_text());
+        }
+        agent.start_again();
+        // The next pod of a rolling update starts once this one is up.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    // Longer than the leaves' LLDP interval: every agent has heard its leaves again.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let _ = stop.send(true);
+    let flaps = watcher.await.unwrap();
+    assert!(
+        flaps.is_empty(),
+        "labels changed during the restarts:\n{}",
+        flaps.join("\n")
+    );
+    assert_eq!(
+        cluster_view(w).await,
+        before,
+        "the restarts changed what the cluster sees"
+    );
+}
+
 /// 3. LLDP from a pod on h1 (a macvlan on its NIC) reaches the leaf and changes nothing.
 async fn pod_frames_ignored(w: &World, first: &Value) {
     let nf = nodefabrics(&w.admin);
@@ -897,6 +997,7 @@ async fn agents_and_controller_keep_the_fabric_published() {
     let a = w.controller("ctrl-a");
     let first = first_publication(&w).await;
     no_churn(&w).await;
+    rolling_restarts_change_nothing(&mut w).await;
     pod_frames_ignored(&w, &first).await;
     agents_confined_to_their_node(&w, &first).await;
     conflicting_writes_put_back(&w, &first).await;
