@@ -41,6 +41,18 @@ echo "== clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== unit and netns tests"
 cargo test --workspace --locked
+echo "== nothing the tests started is left behind"
+# Every process a test starts names its sandbox (/run/spinel-test/...) on its command line;
+# the sandboxes kill them when dropped and the control planes exit with their test process.
+# Give those a few seconds, then fail naming whatever still runs or is still on disk.
+for _ in $(seq 50); do
+  left=$(pgrep -af /run/spinel-test || true)
+  [ -z "$left" ] && break
+  sleep 0.2
+done
+[ -z "$left" ] || { echo "processes the tests started are still running:" >&2; echo "$left" >&2; exit 1; }
+stale=$(find /run/spinel-test -mindepth 1 -maxdepth 1 2>/dev/null || true)
+[ -z "$stale" ] || { echo "sandboxes left behind:" >&2; echo "$stale" >&2; exit 1; }
 echo "== SONiC YANG validation of every rendered config_db.json"
 yang=tests/peers/sonic-yang
 "$yang/tools/selftest.sh" >/dev/null
