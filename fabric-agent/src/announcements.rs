@@ -197,7 +197,7 @@ fn host_addresses(
 
 /// The pod's namespace and the addresses to announce there, after every check.
 fn pod_target(a: &PodAttachment) -> Result<(NetNs, Vec<IpAddr>), String> {
-    a.validate()?;
+    a.validate().map_err(|e| e.to_string())?;
     let ns = NetNs::open(&a.netns).map_err(|e| format!("namespace: {e}"))?;
     if !ns.is(&a.netns_id) {
         return Err(format!(

@@ -84,13 +84,14 @@ pub enum AgentError {
     /// The API client.
     #[error(transparent)]
     Client(#[from] spinel_kube::client::ClientError),
-    /// The LLDP advertisement of a NIC is invalid.
-    #[error("cannot advertise LLDP on {nic}: {reason}")]
+    /// The LLDP advertisement of a NIC cannot be built.
+    #[error("cannot advertise LLDP on {nic}")]
     Advert {
         /// The NIC.
         nic: String,
         /// Why.
-        reason: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -167,14 +168,14 @@ async fn serve(
         .map_err(|e| kernel_err("listen for LLDP")(e.into()))?;
     if let Some(timing) = config.transmit {
         for nic in &found {
-            let advert = |reason: String| AgentError::Advert {
+            let advert = |source: Box<dyn std::error::Error + Send + Sync>| AgentError::Advert {
                 nic: nic.name.clone(),
-                reason,
+                source,
             };
-            let frame = observe::advert(&node, nic, timing).map_err(advert)?;
+            let frame = observe::advert(&node, nic, timing).map_err(|e| advert(e.into()))?;
             ports
                 .advertise(&nic.name, frame, Instant::now())
-                .map_err(|e| advert(e.to_string()))?;
+                .map_err(|e| advert(e.into()))?;
         }
     }
     let fabrics: Api<NodeFabric> = Api::all(client.clone());

@@ -79,7 +79,7 @@ fn host_pfc(ns: &NetNs, dcb: &mut Option<DcbSocket>, replay: Option<&Path>, nic:
             Ok(text) => match unhex(text.trim()) {
                 Some(bytes) => IeeeState::from_reply_payload(&bytes)
                     .map(from_state)
-                    .unwrap_or_else(HostPfc::Unknown),
+                    .unwrap_or_else(|e| HostPfc::Unknown(e.to_string())),
                 None => HostPfc::Unknown(format!("{} is not hex", path.display())),
             },
             Err(e) => HostPfc::Unknown(format!("no recorded reply {}: {e}", path.display())),
