@@ -114,6 +114,7 @@ fn run(host_ns: &NetNs, settings: &Garp, metrics: &Metrics, rx: &Receiver<String
 }
 
 /// One round for `nic`: the host's addresses, then every pod on it.
+#[tracing::instrument(name = "announce", skip_all, fields(nic = %nic))]
 fn round(
     host_ns: &NetNs,
     host: &mut RouteSocket,

@@ -333,6 +333,7 @@ impl Router {
 
     /// One pass: read, compare, repair (or print, in dry-run mode). Returns the iproute2
     /// lines of what was (or would be) changed.
+    #[tracing::instrument(name = "host_routing", skip_all, fields(nics = nics.len()))]
     async fn reconcile(&self, nics: &[Nic]) -> Result<Vec<String>, NetlinkError> {
         let addresses = self.rtnl.addresses().await?;
         let want = desired(&self.settings, nics, &addresses);
