@@ -177,7 +177,7 @@ pub fn desired(settings: &Routing, nics: &[Nic], addresses: &[Address]) -> Desir
             ("rp_filter", settings.rp_filter),
         ] {
             out.sysctls.push(Sysctl {
-                nic: nic.name.clone(),
+                nic: nic.name.to_string(),
                 key,
                 value,
             });
@@ -396,7 +396,7 @@ fn nics_of(o: &Observation) -> Vec<Nic> {
     o.nics
         .iter()
         .map(|n| Nic {
-            name: n.name.clone(),
+            name: n.name.to_string(),
             index: n.index,
         })
         .collect()

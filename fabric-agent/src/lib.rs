@@ -126,7 +126,7 @@ pub fn run(config: AgentConfig) -> Result<(), AgentError> {
     if found.is_empty() {
         tracing::warn!("no RoCE NIC found; the node is reported without any");
     }
-    let names: Vec<String> = found.iter().map(|n| n.name.clone()).collect();
+    let names: Vec<String> = found.iter().map(|n| n.name.to_string()).collect();
     let sockets =
         open_ports(&ns, &names).map_err(|e| kernel_err("open the LLDP sockets")(e.into()))?;
     tracing::info!(node = %config.node_name, nics = ?names, "starting");
@@ -169,7 +169,7 @@ async fn serve(
     if let Some(timing) = config.transmit {
         for nic in &found {
             let advert = |source: Box<dyn std::error::Error + Send + Sync>| AgentError::Advert {
-                nic: nic.name.clone(),
+                nic: nic.name.to_string(),
                 source,
             };
             let frame = observe::advert(&node, nic, timing).map_err(|e| advert(e.into()))?;
