@@ -85,14 +85,22 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
     let mut nics = select::NicFilter::new(&options.fabric_nics);
 
     // Who is who.
-    let seen = identity::sightings(&neighbors, chassis.len());
+    let seen = identity::sightings(&neighbors, &observers, chassis.len(), &strings);
     let entities = identity::entities(&observers, &chassis, &seen, &strings, &mut findings);
     let hints = identity::CallerHints {
         listed: &listed,
         nics: &mut nics,
         ports: &ports,
     };
-    let evidence = identity::evidence(&observers, &entities, hints, &strings);
+    let evidence = identity::evidence(
+        &observers,
+        &entities,
+        hints,
+        &seen,
+        &chassis,
+        &strings,
+        &mut findings,
+    );
     let is_switch = identity::classify(
         &evidence,
         &seen,
@@ -101,7 +109,9 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         &strings,
     );
     let primary = identity::primary_names(&evidence, &seen, &chassis, &strings);
-    let mut switch_set = identity::switch_records(&is_switch, &primary, &chassis, &strings);
+    let confirmed = |e: usize| evidence.is_observer[e] || seen.observers_of(e) >= 2;
+    let mut switch_set =
+        identity::switch_records(&is_switch, &primary, &chassis, confirmed, &strings);
     let host_name_of_entity =
         identity::host_names(&evidence, &seen, &is_switch, &primary, &strings);
     drop(seen);
@@ -146,9 +156,10 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
     }
     let rails = hosts::rails(
         &mut records.hosts,
-        &records.nic_syms,
+        &mut records.nic_syms,
         &strings,
         options.rail_key,
+        &mut findings,
     );
     let mut used = records.used;
     let links = links::switch_links(obs.sightings, &neighbors, &port_maps, &strings, &mut used);
@@ -161,7 +172,7 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
     );
     let depth = tiers::tiers(
         &mut switch_set.switches,
-        &records.hosts,
+        &mut records.hosts,
         &links,
         &mut findings,
     );
@@ -171,6 +182,7 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         rails,
         switches: switch_set.switches,
         salts: switch_set.salts,
+        confirmed: switch_set.confirmed,
         hosts: records.hosts,
         links,
         findings,

@@ -7,9 +7,14 @@ use crate::fabric::model::{Finding, FindingKind, Host, LinkKind, Severity, Switc
 /// Phase 15 (reads hosts' links and switch links): each switch's tier, breadth-first from the
 /// leaves, never through a management switch; `unplaced_switch` for what no leaf reaches.
 /// Returns the depth (at least 1 when there are switches).
+///
+/// A leaf is a switch that two or more hosts are cabled to, or that one host is cabled to
+/// while it links to no switch with two or more hosts: so one host (a miscabled one, or one
+/// report naming a spine) cannot make a spine a leaf and shift every tier above. Such a NIC
+/// is not placed by that switch, and its host gets a finding.
 pub(super) fn tiers(
     switches: &mut [Switch],
-    hosts: &[Host],
+    hosts: &mut [Host],
     links: &[SwitchLink],
     findings: &mut Vec<Finding>,
 ) -> u8 {
@@ -22,16 +27,13 @@ pub(super) fn tiers(
         adjacency[a as usize].push(b);
         adjacency[b as usize].push(a);
     }
+    let is_leaf = leaves(switches.len(), hosts, &adjacency);
+    unplace_off_leaf_nics(hosts, switches, &adjacency, &is_leaf, findings);
     let mut queue = VecDeque::new();
-    for h in hosts {
-        for nic in &h.nics {
-            if let Some(link) = &nic.link {
-                let sw = &mut switches[link.switch.0 as usize];
-                if sw.tier.is_none() {
-                    sw.tier = Some(1);
-                    queue.push_back(link.switch.0);
-                }
-            }
+    for (sw, &leaf) in is_leaf.iter().enumerate() {
+        if leaf {
+            switches[sw].tier = Some(1);
+            queue.push_back(sw as u32);
         }
     }
     let mut depth = 0u8;
@@ -65,6 +67,69 @@ pub(super) fn tiers(
         });
     }
     depth.max(u8::from(!switches.is_empty()))
+}
+
+/// Per switch: whether it is a leaf (see [`tiers`]).
+fn leaves(n_switches: usize, hosts: &[Host], adjacency: &[Vec<u32>]) -> Vec<bool> {
+    let mut hosts_on = vec![0u32; n_switches];
+    let mut on: Vec<u32> = Vec::new();
+    for h in hosts {
+        on.clear();
+        on.extend(
+            h.nics
+                .iter()
+                .filter_map(|n| n.link.as_ref().map(|l| l.switch.0)),
+        );
+        on.sort_unstable();
+        on.dedup();
+        for &s in &on {
+            hosts_on[s as usize] += 1;
+        }
+    }
+    (0..n_switches)
+        .map(|s| match hosts_on[s] {
+            0 => false,
+            1 => !adjacency[s].iter().any(|&o| hosts_on[o as usize] >= 2),
+            _ => true,
+        })
+        .collect()
+}
+
+/// Takes host NICs off switches that are not leaves, with a finding for each.
+fn unplace_off_leaf_nics(
+    hosts: &mut [Host],
+    switches: &[Switch],
+    adjacency: &[Vec<u32>],
+    is_leaf: &[bool],
+    findings: &mut Vec<Finding>,
+) {
+    for h in hosts.iter_mut() {
+        for nic in &mut h.nics {
+            let Some(link) = nic.link.take_if(|l| !is_leaf[l.switch.0 as usize]) else {
+                continue;
+            };
+            let sw = &switches[link.switch.0 as usize];
+            let below = adjacency[link.switch.0 as usize]
+                .iter()
+                .filter(|&&o| is_leaf[o as usize])
+                .count();
+            findings.push(Finding {
+                severity: Severity::Error,
+                kind: FindingKind::DisputedReport,
+                host: Some(h.name.clone()),
+                nic: Some(nic.name.to_string()),
+                switch: Some(sw.name.clone()),
+                port: Some(link.port.to_string()),
+                expected: Some(String::from("a leaf switch")),
+                message: format!(
+                    "{} {} is on {} port {}, which no other host is cabled to and which links \
+                     to {below} leaves: a switch above the leaves, not a leaf; the NIC is not \
+                     placed by it (move the cable to its leaf, or the report is forged)",
+                    h.name, nic.name, sw.name, link.port
+                ),
+            });
+        }
+    }
 }
 
 /// Phase 16 (reads tiers): orients links lower tier first; marks peer and unplaced links.
