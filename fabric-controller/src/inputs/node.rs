@@ -9,6 +9,12 @@ use spinel_wire::neighbor::{
 };
 use topo_discovery::fabric::{FabricBuilder, NeighborSighting, ObserverFacts};
 
+/// Most RoCE NICs one report may list (GPU servers have 8 to 16).
+pub const MAX_NICS: usize = 64;
+/// Most neighbours one NIC may report: a cable has one, a hub a few; the agent keeps 32 by
+/// default (lldpd's number).
+pub const MAX_NEIGHBORS_PER_NIC: usize = 64;
+
 /// What one node reported, as far as inference is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeReport {
@@ -49,18 +55,19 @@ impl NodeReport {
     /// The report in `nf`, named by the object; `None` for an object without a name.
     pub fn from_object(nf: &NodeFabric) -> Option<(String, Self)> {
         let name = nf.metadata.name.clone()?;
+        let nics: Vec<String> = nf.spec.nics.iter().map(|n| n.name.clone()).collect();
         let table = if nf.spec.node_name != name {
             Err(format!(
                 "spec.nodeName {:?} is not the object's name",
                 nf.spec.node_name
             ))
         } else {
-            HostTable::parse(&name, &nf.spec.lldp)
+            HostTable::parse(&name, &nf.spec.lldp).and_then(|t| t.within_bounds(&nics).map(|()| t))
         };
         let report = Self {
             uid: nf.metadata.uid.clone().unwrap_or_default(),
             generation: nf.metadata.generation.unwrap_or(0),
-            nics: nf.spec.nics.iter().map(|n| n.name.clone()).collect(),
+            nics,
             table,
         };
         Some((name, report))
@@ -148,10 +155,54 @@ impl HostTable {
         }
     }
 
+    /// Checks what one report may contain: at most [`MAX_NICS`] NICs, each a valid interface
+    /// name, a table that speaks only for those NICs (every port is one of them), and at most
+    /// [`MAX_NEIGHBORS_PER_NIC`] neighbours per NIC. A report beyond that is unusable as a
+    /// whole (a finding against its node), rather than cut to something it did not say.
+    pub fn within_bounds(&self, nics: &[String]) -> Result<(), String> {
+        if nics.len() > MAX_NICS {
+            return Err(format!(
+                "spec.nics: {} NICs, more than the {MAX_NICS} a report may list",
+                nics.len()
+            ));
+        }
+        if let Some(bad) = nics.iter().find(|n| !is_interface_name(n)) {
+            return Err(format!("spec.nics: {bad:?} is not an interface name"));
+        }
+        for p in &self.ports {
+            if !nics.iter().any(|n| **n == *p.name) {
+                return Err(format!(
+                    "spec.lldp: port {:?} is not one of the node's NICs in spec.nics (a report \
+                     speaks only for its own NICs)",
+                    p.name
+                ));
+            }
+            if p.neighbors.len() > MAX_NEIGHBORS_PER_NIC {
+                return Err(format!(
+                    "spec.lldp: port {:?} lists {} neighbours, more than the \
+                     {MAX_NEIGHBORS_PER_NIC} a NIC may report",
+                    p.name,
+                    p.neighbors.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Neighbours in the table.
     pub fn neighbor_count(&self) -> usize {
         self.ports.iter().map(|p| p.neighbors.len()).sum()
     }
+}
+
+/// A Linux interface name: 1 to 15 bytes, no `/`, whitespace or control characters.
+fn is_interface_name(name: &str) -> bool {
+    (1..16).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
 }
 
 #[cfg(test)]
@@ -183,6 +234,36 @@ mod tests {
         let mut switch = table("h1");
         switch["observer"]["role"] = json!("switch");
         assert!(HostTable::parse("h1", &switch).is_err());
+    }
+
+    #[test]
+    fn a_report_is_bounded_and_speaks_only_for_its_nics() {
+        let t = HostTable::parse("h1", &table("h1")).unwrap();
+        assert_eq!(t.within_bounds(&["ens1f0np0".into()]), Ok(()));
+        let err = t.within_bounds(&["ens2f0np0".into()]).unwrap_err();
+        assert!(err.contains("not one of the node's NICs"), "{err}");
+        let many: Vec<String> = (0..=MAX_NICS).map(|i| format!("ens{i}")).collect();
+        assert!(t.within_bounds(&many).unwrap_err().contains("65 NICs"));
+        let bad = ["ens1f0np0".to_owned(), "../x".to_owned()];
+        assert!(
+            t.within_bounds(&bad)
+                .unwrap_err()
+                .contains("interface name")
+        );
+        let mut flood = table("h1");
+        let one = flood["ports"][0]["neighbors"][0].clone();
+        let junk: Vec<serde_json::Value> = (0..=MAX_NEIGHBORS_PER_NIC)
+            .map(|i| {
+                let mut n = one.clone();
+                n["chassis_id"]["value"] =
+                    json!(format!("0e:00:00:00:{:02x}:{:02x}", i / 256, i % 256));
+                n
+            })
+            .collect();
+        flood["ports"][0]["neighbors"] = json!(junk);
+        let t = HostTable::parse("h1", &flood).unwrap();
+        let err = t.within_bounds(&["ens1f0np0".into()]).unwrap_err();
+        assert!(err.contains("65 neighbours"), "{err}");
     }
 
     #[test]
