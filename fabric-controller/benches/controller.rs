@@ -56,7 +56,7 @@ fn inputs(spec: &SyntheticSpec) -> Inputs {
             let key = format!("{}.json", t.observer.name);
             switches.insert(
                 key.clone(),
-                parse_entry(&key, serde_json::to_vec(&t).unwrap()),
+                parse_entry(&key, &key, serde_json::to_vec(&t).unwrap()),
             );
         } else {
             let name = t.observer.name.clone();
@@ -139,7 +139,7 @@ fn bench(c: &mut Criterion) {
         let inputs = inputs(&spec);
         group.bench_with_input(BenchmarkId::new("model", hosts), &inputs, |b, inputs| {
             b.iter(|| {
-                let fabric = inputs.builder().infer(inputs.options());
+                let fabric = inputs.builder().0.infer(inputs.options());
                 (
                     labels::node_labels(&fabric, &label_options),
                     volcano::hypernodes(&fabric, &label_options),

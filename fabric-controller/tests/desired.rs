@@ -45,7 +45,7 @@ fn inputs(lab: &Lab) -> Inputs {
         if t.observer.role == Some(Role::Switch) {
             let bytes = serde_json::to_vec(&t).unwrap();
             let key = format!("{}.json", t.observer.name);
-            switches.insert(key.clone(), parse_entry(&key, bytes));
+            switches.insert(key.clone(), parse_entry(&key, &key, bytes));
         } else {
             let name = t.observer.name.clone();
             inputs.upsert_node(name.clone(), report(lab, &name, 1));

@@ -51,8 +51,11 @@ pub struct Desired {
 
 /// Runs inference over `inputs` and derives every output.
 pub fn compute(inputs: &Inputs, settings: &Settings) -> Desired {
-    let fabric = inputs.builder().infer(inputs.options());
-    from_fabric(&fabric, inputs, settings)
+    let (builder, refused) = inputs.builder();
+    let fabric = builder.infer(inputs.options());
+    let mut desired = from_fabric(&fabric, inputs, settings);
+    desired.fabric.unusable_reports.extend(refused);
+    desired
 }
 
 /// Derives every output from an inferred `fabric`.

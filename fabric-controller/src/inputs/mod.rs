@@ -123,22 +123,43 @@ impl Inputs {
         &self.options
     }
 
-    /// A builder holding every usable table.
-    pub fn builder(&self) -> FabricBuilder {
-        let mut builder = FabricBuilder::new();
-        for (_, entry) in self.switch_entries() {
-            if let Ok(captures) = &entry.captures {
-                for c in captures {
-                    c.add_to(&mut builder);
+    /// A builder holding every usable table, with the switch entries of neighbours only
+    /// matched to their boxes by their cabling; an entry whose box cannot be decided (or that
+    /// is a second capture of one box) is left out, with why, by entry name.
+    pub fn builder(&self) -> (FabricBuilder, BTreeMap<String, String>) {
+        let mut refused: BTreeMap<String, String> = BTreeMap::new();
+        // Each pass leaves out what the previous one could not decide; the rest is decided
+        // again without it (at most once more per refused entry).
+        loop {
+            let mut builder = FabricBuilder::new();
+            for (name, entry) in self.switch_entries() {
+                if refused.contains_key(name) {
+                    continue;
+                }
+                if let Ok(captures) = &entry.captures {
+                    for c in captures {
+                        c.add_to(&mut builder);
+                    }
+                }
+            }
+            for (name, report) in &self.reports {
+                if let Ok(table) = &report.table {
+                    table.add_to(name, &mut builder);
+                }
+            }
+            match builder.resolve_stand_ins() {
+                Ok(_) => return (builder, refused),
+                Err(e) => {
+                    let before = refused.len();
+                    for u in e.undecided {
+                        refused.insert(u.source, u.why);
+                    }
+                    if refused.len() == before {
+                        return (builder, refused);
+                    }
                 }
             }
         }
-        for (name, report) in &self.reports {
-            if let Ok(table) = &report.table {
-                table.add_to(name, &mut builder);
-            }
-        }
-        builder
     }
 
     /// Inputs that cannot be used, with why: `NodeFabric/<name>` and switch-table entries.
@@ -201,7 +222,7 @@ mod tests {
         let entries = |text: &str| {
             BTreeMap::from([(
                 "k".to_owned(),
-                switches::parse_entry("spine1.json", text.as_bytes().to_vec()),
+                switches::parse_entry("cm/spine1.json", "spine1.json", text.as_bytes().to_vec()),
             )])
         };
         assert!(inputs.set_switch_source("cm", entries("{")));

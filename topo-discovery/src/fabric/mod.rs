@@ -30,6 +30,7 @@ pub mod slurm;
 pub mod synthetic;
 pub mod volcano;
 
+pub use infer::{StandInError, StandInNote, UndecidedStandIn};
 pub use ingest::{
     AdvertisedPort, FabricBuilder, NeighborSighting, ObserverFacts, PortHandle, TableHandle,
 };

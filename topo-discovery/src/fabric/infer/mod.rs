@@ -15,7 +15,11 @@ mod management;
 mod naming;
 mod observe;
 mod select;
+mod stand_ins;
 mod tiers;
+
+pub(crate) use stand_ins::resolve_stand_ins;
+pub use stand_ins::{StandInError, StandInNote, UndecidedStandIn};
 
 #[cfg(test)]
 mod tests;
