@@ -4,10 +4,8 @@
 
 use serde::Deserialize as _;
 use spinel_api::crd::NodeFabric;
-use spinel_wire::neighbor::{
-    Capability, ChassisIdSubtype, NeighborTable, PortIdSubtype, Role, SCHEMA,
-};
-use topo_discovery::fabric::{FabricBuilder, NeighborSighting, ObserverFacts};
+use spinel_wire::neighbor::{NeighborTable, Role, SCHEMA};
+use topo_discovery::fabric::{CompactTable, FabricBuilder};
 
 /// Most RoCE NICs one report may list (GPU servers have 8 to 16).
 pub const MAX_NICS: usize = 64;
@@ -28,28 +26,9 @@ pub struct NodeReport {
     pub table: Result<HostTable, String>,
 }
 
-/// A host's neighbour table, reduced to what inference reads.
+/// A host's neighbour table, reduced to what inference reads (topo-discovery's compact form).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostTable {
-    chassis: Option<(ChassisIdSubtype, Box<str>)>,
-    ports: Vec<HostPort>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct HostPort {
-    name: Box<str>,
-    neighbors: Vec<Seen>,
-}
-
-/// One neighbour on one port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Seen {
-    chassis: (ChassisIdSubtype, Box<str>),
-    port: (PortIdSubtype, Box<str>),
-    port_description: Option<Box<str>>,
-    system_name: Option<Box<str>>,
-    capabilities: Option<Box<[Capability]>>,
-}
+pub struct HostTable(pub CompactTable);
 
 impl NodeReport {
     /// The report in `nf`, named by the object; `None` for an object without a name.
@@ -103,56 +82,12 @@ impl HostTable {
     }
 
     fn from_table(table: &NeighborTable) -> Self {
-        let boxed = |s: &Option<String>| s.as_deref().map(Box::from);
-        Self {
-            chassis: table
-                .observer
-                .chassis_id
-                .as_ref()
-                .map(|c| (c.subtype, Box::from(c.value.as_str()))),
-            ports: table
-                .ports
-                .iter()
-                .map(|p| HostPort {
-                    name: Box::from(p.port.as_str()),
-                    neighbors: p
-                        .neighbors
-                        .iter()
-                        .map(|n| Seen {
-                            chassis: (n.chassis_id.subtype, Box::from(n.chassis_id.value.as_str())),
-                            port: (n.port_id.subtype, Box::from(n.port_id.value.as_str())),
-                            port_description: boxed(&n.port_description),
-                            system_name: boxed(&n.system_name),
-                            capabilities: n
-                                .capabilities
-                                .as_ref()
-                                .map(|c| c.enabled.clone().into_boxed_slice()),
-                        })
-                        .collect(),
-                })
-                .collect(),
-        }
+        Self(CompactTable::from_table(table))
     }
 
     /// Adds the table to `builder` as host `node`'s.
     pub fn add_to(&self, node: &str, builder: &mut FabricBuilder) {
-        let chassis = self.chassis.as_ref().map(|(s, v)| (*s, &**v));
-        let table = builder.begin_table(node, chassis, Some(Role::Host), &ObserverFacts::default());
-        for port in &self.ports {
-            let handle = builder.add_port(table, &port.name);
-            for n in &port.neighbors {
-                builder.add_neighbor(
-                    handle,
-                    &NeighborSighting {
-                        chassis_id: (n.chassis.0, &n.chassis.1),
-                        port_id: (n.port.0, &n.port.1),
-                        port_description: n.port_description.as_deref(),
-                        system_name: n.system_name.as_deref(),
-                        capabilities: n.capabilities.as_deref(),
-                    },
-                );
-            }
-        }
+        self.0.add_to(node, builder);
     }
 
     /// Checks what one report may contain: at most [`MAX_NICS`] NICs, each a valid interface
@@ -169,20 +104,17 @@ impl HostTable {
         if let Some(bad) = nics.iter().find(|n| !is_interface_name(n)) {
             return Err(format!("spec.nics: {bad:?} is not an interface name"));
         }
-        for p in &self.ports {
-            if !nics.iter().any(|n| **n == *p.name) {
+        for (port, neighbors) in self.0.ports() {
+            if !nics.iter().any(|n| n == port) {
                 return Err(format!(
-                    "spec.lldp: port {:?} is not one of the node's NICs in spec.nics (a report \
-                     speaks only for its own NICs)",
-                    p.name
+                    "spec.lldp: port {port:?} is not one of the node's NICs in spec.nics (a \
+                     report speaks only for its own NICs)"
                 ));
             }
-            if p.neighbors.len() > MAX_NEIGHBORS_PER_NIC {
+            if neighbors > MAX_NEIGHBORS_PER_NIC {
                 return Err(format!(
-                    "spec.lldp: port {:?} lists {} neighbours, more than the \
-                     {MAX_NEIGHBORS_PER_NIC} a NIC may report",
-                    p.name,
-                    p.neighbors.len()
+                    "spec.lldp: port {port:?} lists {neighbors} neighbours, more than the \
+                     {MAX_NEIGHBORS_PER_NIC} a NIC may report"
                 ));
             }
         }
@@ -191,7 +123,7 @@ impl HostTable {
 
     /// Neighbours in the table.
     pub fn neighbor_count(&self) -> usize {
-        self.ports.iter().map(|p| p.neighbors.len()).sum()
+        self.0.neighbor_count()
     }
 }
 

@@ -77,20 +77,20 @@ pub(crate) fn build(draft: Draft) -> Fabric {
 
 /// The leaves of each host (switch indices, sorted).
 fn host_leaves(hosts: &[Host]) -> Vec<Vec<u32>> {
-    hosts
+    hosts.iter().map(leaves_of).collect()
+}
+
+/// The leaves of one host (switch indices, sorted, once each).
+pub(crate) fn leaves_of(h: &Host) -> Vec<u32> {
+    let mut v: Vec<u32> = h
+        .nics
         .iter()
-        .map(|h| {
-            let mut v: Vec<u32> = h
-                .nics
-                .iter()
-                .filter_map(|n| n.link.as_ref())
-                .map(|l| l.switch.0)
-                .collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        })
-        .collect()
+        .filter_map(|n| n.link.as_ref())
+        .map(|l| l.switch.0)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// Whether two leaves that `shared` hosts link are one leaf group: at least half of the
@@ -189,31 +189,44 @@ fn swapped_nics(hosts: &[Host], counts: &[Vec<(u16, u32)>]) -> Vec<Vec<bool>> {
             .iter()
             .any(|&(r, n)| r == rail && n == max[leaf as usize])
     };
-    hosts
-        .iter()
-        .map(|h| {
-            let on = |i: usize| h.nics[i].link.as_ref().map(|l| l.switch.0);
-            let displaced =
-                (0..h.nics.len()).any(|i| on(i).is_some_and(|a| !is_main(a, h.nics[i].rail)));
-            if !displaced {
-                return Vec::new();
-            }
-            (0..h.nics.len())
-                .map(|i| {
-                    let Some(a) = on(i) else { return false };
-                    let r = h.nics[i].rail;
-                    !is_main(a, r)
-                        && (0..h.nics.len()).any(|j| {
-                            let s = h.nics[j].rail;
-                            j != i
-                                && on(j).is_some_and(|b| {
-                                    b != a && is_main(a, s) && is_main(b, r) && !is_main(b, s)
-                                })
+    hosts.iter().map(|h| host_swapped(h, &is_main)).collect()
+}
+
+/// Per NIC of one host: whether it is one of a swapped pair (see [`swapped_nics`]), given
+/// whether a rail is a leaf's main rail; empty when no NIC of the host is displaced.
+pub(crate) fn host_swapped(h: &Host, is_main: &impl Fn(u32, u16) -> bool) -> Vec<bool> {
+    let on = |i: usize| h.nics[i].link.as_ref().map(|l| l.switch.0);
+    let displaced = (0..h.nics.len()).any(|i| on(i).is_some_and(|a| !is_main(a, h.nics[i].rail)));
+    if !displaced {
+        return Vec::new();
+    }
+    (0..h.nics.len())
+        .map(|i| {
+            let Some(a) = on(i) else { return false };
+            let r = h.nics[i].rail;
+            !is_main(a, r)
+                && (0..h.nics.len()).any(|j| {
+                    let s = h.nics[j].rail;
+                    j != i
+                        && on(j).is_some_and(|b| {
+                            b != a && is_main(a, s) && is_main(b, r) && !is_main(b, s)
                         })
                 })
-                .collect()
         })
         .collect()
+}
+
+/// The rails a leaf serves from its (rail, hosts) counts: every rail with at least half the
+/// count of its most common one; `None` for a switch no NIC counts on.
+pub(crate) fn served(counts: &[(u16, u32)]) -> Option<Vec<u16>> {
+    let max = counts.iter().map(|x| x.1).max()?;
+    Some(
+        counts
+            .iter()
+            .filter(|x| 2 * x.1 >= max)
+            .map(|x| x.0)
+            .collect(),
+    )
 }
 
 /// Rails per leaf: the rails carried by at least half as many hosts as its main rail, not
@@ -231,10 +244,9 @@ fn leaf_rails(hosts: &[Host], switches: &mut [Switch], n_rails: usize) -> bool {
     let mut aligned = 0usize;
     let mut leaves = 0usize;
     for (sw, c) in counts.iter().enumerate() {
-        let Some(max) = c.iter().map(|x| x.1).max() else {
+        let Some(served) = served(c) else {
             continue;
         };
-        let served: Vec<u16> = c.iter().filter(|x| 2 * x.1 >= max).map(|x| x.0).collect();
         leaves += 1;
         if served.len() < n_rails {
             aligned += 1;
@@ -247,30 +259,37 @@ fn leaf_rails(hosts: &[Host], switches: &mut [Switch], n_rails: usize) -> bool {
 /// Each host joins the group holding most of its NICs (ties: its lowest rail's group).
 fn assign_hosts(hosts: &mut [Host], switches: &[Switch], domains: &mut [Domain]) {
     for (hi, h) in hosts.iter_mut().enumerate() {
-        let mut votes: Vec<(u32, u32, u16)> = Vec::new(); // (group, count, lowest rail)
-        for nic in &h.nics {
-            let Some(l) = &nic.link else { continue };
-            let Some(DomainIdx(g)) = switches[l.switch.0 as usize].domain else {
-                continue;
-            };
-            match votes.iter_mut().find(|v| v.0 == g) {
-                Some(v) => {
-                    v.1 += 1;
-                    v.2 = v.2.min(nic.rail);
-                }
-                None => votes.push((g, 1, nic.rail)),
-            }
-        }
-        let best = votes.iter().max_by(|a, b| {
-            a.1.cmp(&b.1)
-                .then_with(|| b.2.cmp(&a.2))
-                .then_with(|| b.0.cmp(&a.0))
-        });
-        if let Some(&(g, _, _)) = best {
+        if let Some(g) = best_group(h, switches) {
             h.domain = Some(DomainIdx(g));
             domains[g as usize].hosts.push(HostIdx(hi as u32));
         }
     }
+}
+
+/// The leaf group holding most of a host's NICs (ties: its lowest rail's group).
+pub(crate) fn best_group(h: &Host, switches: &[Switch]) -> Option<u32> {
+    let mut votes: Vec<(u32, u32, u16)> = Vec::new(); // (group, count, lowest rail)
+    for nic in &h.nics {
+        let Some(l) = &nic.link else { continue };
+        let Some(DomainIdx(g)) = switches[l.switch.0 as usize].domain else {
+            continue;
+        };
+        match votes.iter_mut().find(|v| v.0 == g) {
+            Some(v) => {
+                v.1 += 1;
+                v.2 = v.2.min(nic.rail);
+            }
+            None => votes.push((g, 1, nic.rail)),
+        }
+    }
+    votes
+        .iter()
+        .max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| b.2.cmp(&a.2))
+                .then_with(|| b.0.cmp(&a.0))
+        })
+        .map(|v| v.0)
 }
 
 /// Higher tiers: at tier k, the tier k-1 domains and tier-k switches joined by uplinks form

@@ -286,6 +286,11 @@ impl FabricBuilder {
         self.add_advertised(handle.0, ports);
     }
 
+    /// Adds the Port IDs the switch of table `table` advertises.
+    pub(crate) fn add_advertised_to(&mut self, table: TableHandle, ports: &[AdvertisedPort]) {
+        self.add_advertised(table.0, ports);
+    }
+
     fn add_advertised(&mut self, observer: u32, ports: &[AdvertisedPort]) {
         let raw = &mut self.raw;
         for p in ports {
@@ -317,8 +322,7 @@ impl FabricBuilder {
         super::infer::run(self.raw, options)
     }
 
-    /// The interned records, for testing inference phases on their own.
-    #[cfg(test)]
+    /// The interned records (inference phases run on their own, tests).
     pub(crate) fn into_raw(self) -> RawTables {
         self.raw
     }

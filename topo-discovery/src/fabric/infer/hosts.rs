@@ -374,6 +374,23 @@ pub(super) fn rails(
     }
 }
 
+/// The finding against a host whose NIC no other host has a NIC of that name for.
+pub(super) fn lone_nic_finding(host: &str, nic: &str) -> Finding {
+    Finding {
+        severity: Severity::Warning,
+        kind: FindingKind::DisputedReport,
+        host: Some(host.to_owned()),
+        nic: Some(nic.to_owned()),
+        switch: None,
+        port: None,
+        expected: None,
+        message: format!(
+            "{host} reports NIC {nic} and no other node has a NIC of that name: it is no rail \
+             and places nothing (rename the NIC like its peers', or use --rail-key order)"
+        ),
+    }
+}
+
 /// Drops the NICs whose name fewer than `quorum` hosts have, keeping `nic_syms` in step.
 fn drop_lone_nics(
     hosts: &mut [Host],
@@ -394,21 +411,7 @@ fn drop_lone_nics(
                 kept.push(sym);
                 return true;
             }
-            findings.push(Finding {
-                severity: Severity::Warning,
-                kind: FindingKind::DisputedReport,
-                host: Some(host.clone()),
-                nic: Some(nic.name.to_string()),
-                switch: None,
-                port: None,
-                expected: None,
-                message: format!(
-                    "{host} reports NIC {} and no other node has a NIC of that name: it is no \
-                     rail and places nothing (rename the NIC like its peers', or use \
-                     --rail-key order)",
-                    nic.name
-                ),
-            });
+            findings.push(lone_nic_finding(&host, &nic.name));
             false
         });
     }

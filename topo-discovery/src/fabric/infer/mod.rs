@@ -17,6 +17,9 @@ mod observe;
 mod select;
 mod stand_ins;
 mod tiers;
+mod trace;
+
+pub(crate) mod live;
 
 pub(crate) use stand_ins::resolve_stand_ins;
 pub use stand_ins::{StandInError, StandInNote, UndecidedStandIn};
@@ -34,11 +37,27 @@ use crate::fabric::report;
 
 /// The whole inference: phases, then domains, then the report, findings sorted.
 pub(crate) fn run(raw: RawTables, options: &InferOptions) -> Fabric {
+    run_traced(raw, options, None)
+}
+
+/// The whole inference, leaving its intermediate facts in `trace` when asked.
+pub(crate) fn run_traced(
+    raw: RawTables,
+    options: &InferOptions,
+    trace: Option<&mut trace::Trace>,
+) -> Fabric {
     let listed = options.hosts.clone();
-    let draft = draft(raw, options);
+    let draft = draft(raw, options, trace);
     let mut fabric = domains::build(draft);
     report::check(&mut fabric, &listed);
-    fabric.findings.sort_by(|a, b| {
+    sort_findings(&mut fabric.findings);
+    fabric
+}
+
+/// The report's order (errors first, then by kind, host, NIC, switch, port, message), each
+/// finding once.
+pub(crate) fn sort_findings(findings: &mut Vec<crate::fabric::model::Finding>) {
+    findings.sort_by(|a, b| {
         (a.severity, a.kind)
             .cmp(&(b.severity, b.kind))
             .then_with(|| natural_opt(&a.host, &b.host))
@@ -47,8 +66,7 @@ pub(crate) fn run(raw: RawTables, options: &InferOptions) -> Fabric {
             .then_with(|| natural_opt(&a.port, &b.port))
             .then_with(|| a.message.cmp(&b.message))
     });
-    fabric.findings.dedup();
-    fabric
+    findings.dedup();
 }
 
 /// The hosts a per-host NIC selection names.
@@ -69,7 +87,7 @@ fn natural_opt(a: &Option<String>, b: &Option<String>) -> std::cmp::Ordering {
 }
 
 /// Phases 1-16, from interned tables to switches with tiers and hosts with links.
-fn draft(raw: RawTables, options: &InferOptions) -> Draft {
+fn draft(raw: RawTables, options: &InferOptions, mut trace: Option<&mut trace::Trace>) -> Draft {
     let RawTables {
         mut strings,
         chassis_map: _,
@@ -129,6 +147,12 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         &evidence,
         &strings,
     );
+    if let Some(t) = trace.as_deref_mut() {
+        let raw = (ports.as_slice(), advertised.as_slice(), &strings);
+        let of = &entities.of_observer;
+        let n = switch_set.switches.len();
+        t.switches(n, &observers, &observed.is, of, &evidence, raw);
+    }
     drop(evidence);
     let port_maps = observe::port_maps(&ports, &advertised, &observed.is);
     let mut host_names = observed.hosts;
@@ -155,6 +179,9 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         strings: &strings,
     };
     let mut records = hosts::host_records(&obs, &host_names, &cx, &mut findings);
+    if let Some(t) = trace.as_deref_mut() {
+        t.hosts(&records.hosts, &records.used, &strings);
+    }
     if !options.fabric_nics.is_explicit() {
         management::management_switches(&mut records, &mut switch_set.switches, &mut findings);
     }
@@ -174,6 +201,17 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         &strings,
         &mut switch_set.switches,
     );
+    if let Some(t) = trace {
+        let n = switch_set.switches.len();
+        t.ports_left(
+            n,
+            &port_maps.listed,
+            &obs.busy,
+            &links,
+            &records.hosts,
+            &strings,
+        );
+    }
     let depth = tiers::tiers(
         &mut switch_set.switches,
         &mut records.hosts,

@@ -87,12 +87,17 @@ fn leaves(n_switches: usize, hosts: &[Host], adjacency: &[Vec<u32>]) -> Vec<bool
         }
     }
     (0..n_switches)
-        .map(|s| match hosts_on[s] {
-            0 => false,
-            1 => !adjacency[s].iter().any(|&o| hosts_on[o as usize] >= 2),
-            _ => true,
-        })
+        .map(|s| is_leaf(&hosts_on, adjacency, s))
         .collect()
+}
+
+/// The leaf rule for one switch, from the distinct hosts cabled to each switch.
+pub(super) fn is_leaf(hosts_on: &[u32], adjacency: &[Vec<u32>], s: usize) -> bool {
+    match hosts_on[s] {
+        0 => false,
+        1 => !adjacency[s].iter().any(|&o| hosts_on[o as usize] >= 2),
+        _ => true,
+    }
 }
 
 /// Takes host NICs off switches that are not leaves, with a finding for each.
@@ -108,27 +113,42 @@ fn unplace_off_leaf_nics(
             let Some(link) = nic.link.take_if(|l| !is_leaf[l.switch.0 as usize]) else {
                 continue;
             };
-            let sw = &switches[link.switch.0 as usize];
             let below = adjacency[link.switch.0 as usize]
                 .iter()
                 .filter(|&&o| is_leaf[o as usize])
                 .count();
-            findings.push(Finding {
-                severity: Severity::Error,
-                kind: FindingKind::DisputedReport,
-                host: Some(h.name.clone()),
-                nic: Some(nic.name.to_string()),
-                switch: Some(sw.name.clone()),
-                port: Some(link.port.to_string()),
-                expected: Some(String::from("a leaf switch")),
-                message: format!(
-                    "{} {} is on {} port {}, which no other host is cabled to and which links \
-                     to {below} leaves: a switch above the leaves, not a leaf; the NIC is not \
-                     placed by it (move the cable to its leaf, or the report is forged)",
-                    h.name, nic.name, sw.name, link.port
-                ),
-            });
+            findings.push(off_leaf_finding(
+                &h.name,
+                &nic.name,
+                &switches[link.switch.0 as usize].name,
+                &link.port.to_string(),
+                below,
+            ));
         }
+    }
+}
+
+/// The finding against a host whose NIC is on a switch that is not a leaf.
+pub(super) fn off_leaf_finding(
+    host: &str,
+    nic: &str,
+    sw: &str,
+    port: &str,
+    below: usize,
+) -> Finding {
+    Finding {
+        severity: Severity::Error,
+        kind: FindingKind::DisputedReport,
+        host: Some(host.to_owned()),
+        nic: Some(nic.to_owned()),
+        switch: Some(sw.to_owned()),
+        port: Some(port.to_owned()),
+        expected: Some(String::from("a leaf switch")),
+        message: format!(
+            "{host} {nic} is on {sw} port {port}, which no other host is cabled to and which \
+             links to {below} leaves: a switch above the leaves, not a leaf; the NIC is not \
+             placed by it (move the cable to its leaf, or the report is forged)"
+        ),
     }
 }
 
