@@ -221,19 +221,29 @@ impl FastState {
         let domains: Vec<DomainIdx> = (0..fabric.domains.len() as u32).map(DomainIdx).collect();
         let by_domain = report::domain_findings(fabric, &domains);
         let placement = report::placement_findings(fabric, &listed);
-        let mut rest = fabric.findings.clone();
-        let mut take = |f: &Finding| {
-            if let Some(i) = rest.iter().position(|x| x == f) {
-                rest.swap_remove(i);
-            }
-        };
+        // What is left of the report once the report phase's own findings are taken out: the
+        // findings of the earlier phases. The report is sorted: each is found by search.
+        let all = &fabric.findings;
+        let mut taken = vec![false; all.len()];
         for f in by_host
             .iter()
             .chain(by_domain.iter().map(|x| &x.1))
             .chain(&placement)
         {
-            take(f);
+            let from = all.partition_point(|x| super::finding_order(x, f).is_lt());
+            if let Some(i) = (from..all.len())
+                .take_while(|&i| super::finding_order(&all[i], f).is_eq())
+                .find(|&i| !taken[i] && all[i] == *f)
+            {
+                taken[i] = true;
+            }
         }
+        let rest: Vec<Finding> = all
+            .iter()
+            .zip(&taken)
+            .filter(|(_, t)| !**t)
+            .map(|(f, _)| f.clone())
+            .collect();
         for f in by_host {
             let h = f.host.clone().unwrap_or_default();
             self.report_host.entry(h).or_default().push(f);
@@ -366,7 +376,7 @@ impl FastState {
         let mut draft_findings = after.findings;
         let was = settle(fabric, before.host, &mut Vec::new())?;
         let mut host = settle(fabric, after.host, &mut draft_findings)?;
-        self.leaves_hold(fabric, &was, &host)?;
+        self.leaves_hold(&was, &host)?;
         self.off_leaves(fabric, &mut host, &mut draft_findings);
         let old_host = std::mem::replace(&mut fabric.hosts[h as usize], host.clone());
         self.groups_hold(&old_host, &host)?;
@@ -452,7 +462,7 @@ impl FastState {
     /// The end of phase 15 for one host: its NICs on switches that are no leaf are taken off,
     /// with findings.
     fn off_leaves(&self, fabric: &Fabric, host: &mut Host, out: &mut Vec<Finding>) {
-        let is_leaf = |s: u32| fabric.switches[s as usize].tier == Some(1);
+        let is_leaf = |s: u32| tiers::is_leaf(&self.trace.hosts_pre, &self.adjacency, s as usize);
         for nic in &mut host.nics {
             let Some(link) = nic.link.take_if(|l| !is_leaf(l.switch.0)) else {
                 continue;
@@ -473,25 +483,24 @@ impl FastState {
 
     /// Phase 15's leaf rule gives the same leaves with the host's links moved; then the
     /// host's NICs on switches that are no leaf are taken off, with findings.
-    fn leaves_hold(&mut self, fabric: &Fabric, before: &Host, after: &Host) -> Option<()> {
-        let on = |h: &Host| -> Vec<u32> { leaves_of(h) };
-        let (old, new) = (on(before), on(after));
+    fn leaves_hold(&mut self, before: &Host, after: &Host) -> Option<()> {
+        let (old, new) = (leaves_of(before), leaves_of(after));
         let mut near: Vec<u32> = Vec::new();
+        for &s in old.iter().chain(&new) {
+            near.push(s);
+            near.extend(&self.adjacency[s as usize]);
+        }
+        let rule =
+            |st: &Self, s: u32| tiers::is_leaf(&st.trace.hosts_pre, &st.adjacency, s as usize);
+        let was: Vec<bool> = near.iter().map(|&s| rule(self, s)).collect();
         for &s in &old {
             self.trace.hosts_pre[s as usize] -= 1;
         }
         for &s in &new {
             self.trace.hosts_pre[s as usize] += 1;
         }
-        for &s in old.iter().chain(&new) {
-            near.push(s);
-            near.extend(&self.adjacency[s as usize]);
-        }
-        for s in near {
-            let leaf = tiers::is_leaf(&self.trace.hosts_pre, &self.adjacency, s as usize);
-            if leaf != (fabric.switches[s as usize].tier == Some(1)) {
-                return None;
-            }
+        if near.iter().zip(&was).any(|(&s, &w)| rule(self, s) != w) {
+            return None;
         }
         Some(())
     }

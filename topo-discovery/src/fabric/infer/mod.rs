@@ -57,16 +57,22 @@ pub(crate) fn run_traced(
 /// The report's order (errors first, then by kind, host, NIC, switch, port, message), each
 /// finding once.
 pub(crate) fn sort_findings(findings: &mut Vec<crate::fabric::model::Finding>) {
-    findings.sort_by(|a, b| {
-        (a.severity, a.kind)
-            .cmp(&(b.severity, b.kind))
-            .then_with(|| natural_opt(&a.host, &b.host))
-            .then_with(|| natural_opt(&a.nic, &b.nic))
-            .then_with(|| natural_opt(&a.switch, &b.switch))
-            .then_with(|| natural_opt(&a.port, &b.port))
-            .then_with(|| a.message.cmp(&b.message))
-    });
+    findings.sort_by(finding_order);
     findings.dedup();
+}
+
+/// The report's order of findings.
+pub(crate) fn finding_order(
+    a: &crate::fabric::model::Finding,
+    b: &crate::fabric::model::Finding,
+) -> std::cmp::Ordering {
+    (a.severity, a.kind)
+        .cmp(&(b.severity, b.kind))
+        .then_with(|| natural_opt(&a.host, &b.host))
+        .then_with(|| natural_opt(&a.nic, &b.nic))
+        .then_with(|| natural_opt(&a.switch, &b.switch))
+        .then_with(|| natural_opt(&a.port, &b.port))
+        .then_with(|| a.message.cmp(&b.message))
 }
 
 /// The hosts a per-host NIC selection names.

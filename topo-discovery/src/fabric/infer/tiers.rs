@@ -29,23 +29,18 @@ pub(super) fn tiers(
     }
     let is_leaf = leaves(switches.len(), hosts, &adjacency);
     unplace_off_leaf_nics(hosts, switches, &adjacency, &is_leaf, findings);
-    let mut queue = VecDeque::new();
-    for (sw, &leaf) in is_leaf.iter().enumerate() {
-        if leaf {
-            switches[sw].tier = Some(1);
-            queue.push_back(sw as u32);
+    let mut depth = breadth_first(switches, &adjacency, &is_leaf);
+    let hostless = hostless_leaves(switches, &adjacency, &is_leaf);
+    if hostless.contains(&true) {
+        let seeds: Vec<bool> = is_leaf
+            .iter()
+            .zip(&hostless)
+            .map(|(a, b)| *a || *b)
+            .collect();
+        for s in switches.iter_mut() {
+            s.tier = None;
         }
-    }
-    let mut depth = 0u8;
-    while let Some(sw) = queue.pop_front() {
-        let tier = switches[sw as usize].tier.unwrap_or(1);
-        depth = depth.max(tier);
-        for &next in &adjacency[sw as usize] {
-            if switches[next as usize].tier.is_none() {
-                switches[next as usize].tier = Some(tier.saturating_add(1));
-                queue.push_back(next);
-            }
-        }
+        depth = breadth_first(switches, &adjacency, &seeds);
     }
     for sw in switches
         .iter()
@@ -67,6 +62,55 @@ pub(super) fn tiers(
         });
     }
     depth.max(u8::from(!switches.is_empty()))
+}
+
+/// Tiers breadth-first from `seeds` (tier 1); returns the deepest tier reached.
+fn breadth_first(switches: &mut [Switch], adjacency: &[Vec<u32>], seeds: &[bool]) -> u8 {
+    let mut queue = VecDeque::new();
+    for (sw, &seed) in seeds.iter().enumerate() {
+        if seed {
+            switches[sw].tier = Some(1);
+            queue.push_back(sw as u32);
+        }
+    }
+    let mut depth = 0u8;
+    while let Some(sw) = queue.pop_front() {
+        let tier = switches[sw as usize].tier.unwrap_or(1);
+        depth = depth.max(tier);
+        for &next in &adjacency[sw as usize] {
+            if switches[next as usize].tier.is_none() {
+                switches[next as usize].tier = Some(tier.saturating_add(1));
+                queue.push_back(next);
+            }
+        }
+    }
+    depth
+}
+
+/// Switches without hosts that are cabled like a leaf: every switch they link to is a tier-2
+/// switch that one leaf links to as well (a leaf whose hosts are all gone, while it reboots).
+/// Breadth-first they would sit above the spines, deepen the fabric and rename every domain
+/// above; they are leaves without hosts instead. A switch above a single pod (all its links
+/// to that pod's spines) cannot be told from them, and is taken for one: a tier above one pod
+/// tells a scheduler nothing.
+fn hostless_leaves(switches: &[Switch], adjacency: &[Vec<u32>], is_leaf: &[bool]) -> Vec<bool> {
+    let tier = |s: u32| switches[s as usize].tier;
+    (0..switches.len())
+        .map(|s| {
+            let up = &adjacency[s];
+            if is_leaf[s] || tier(s as u32).is_none_or(|t| t < 3) || up.is_empty() {
+                return false;
+            }
+            if up.iter().any(|&o| tier(o) != Some(2)) {
+                return false;
+            }
+            // A leaf under the first of them that reaches every one of them.
+            adjacency[up[0] as usize]
+                .iter()
+                .filter(|&&l| is_leaf[l as usize])
+                .any(|&l| up.iter().all(|x| adjacency[l as usize].contains(x)))
+        })
+        .collect()
 }
 
 /// Per switch: whether it is a leaf (see [`tiers`]).
