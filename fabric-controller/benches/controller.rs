@@ -164,8 +164,7 @@ struct Live {
     emitted: HashSet<String>,
 }
 
-fn live(inputs: &Inputs) -> Live {
-    let mut inputs = inputs.clone();
+fn live(mut inputs: Inputs) -> Live {
     let mut model = Model::new(&inputs);
     assert!(model.update(&mut inputs, &settings()).is_none());
     let (observed, emitted) = written(model.desired().unwrap());
@@ -256,7 +255,7 @@ fn bench(c: &mut Criterion) {
             },
         );
         drop((observed, emitted, before));
-        let mut l = live(&inputs);
+        let mut l = live(inputs.clone());
         check_change(&live_change(&mut l, std::slice::from_ref(&swap)), &node);
         check_change(&live_change(&mut l, std::slice::from_ref(&back)), &node);
         let mut generation = 4;
@@ -313,7 +312,7 @@ fn bench_reboot(
         &key,
         serde_json::to_vec(&spec.leaf_table(leaf)).unwrap(),
     );
-    let mut l = live(inputs);
+    let mut l = live(inputs.clone());
     let mut generation = 12;
     group.bench_function(BenchmarkId::new("leaf-reboot", hosts), |b| {
         b.iter_batched(
@@ -366,7 +365,7 @@ fn measure_memory(hosts: usize) {
     let (_, base) = memory();
     let inputs = inputs(&spec);
     let (_, with_inputs) = memory();
-    let mut l = live(&inputs);
+    let mut l = live(inputs);
     let [swap, _] = swap_objects(&spec);
     let writes = live_change(&mut l, std::slice::from_ref(&swap));
     check_change(&writes, &spec.host_name(0));
@@ -378,7 +377,7 @@ fn measure_memory(hosts: usize) {
         with_inputs - base,
         rss - base,
     );
-    drop((inputs, l));
+    drop(l);
 }
 
 criterion_group!(benches, bench);

@@ -63,7 +63,7 @@ fn capture(t: &NeighborTable) -> Capture {
 
 fn report(t: &NeighborTable) -> HostReport {
     HostReport {
-        table: Some(CompactTable::from_table(t)),
+        table: Some(std::sync::Arc::new(CompactTable::from_table(t))),
         nics: t.ports.iter().map(|p| p.port.clone()).collect(),
     }
 }
@@ -91,7 +91,10 @@ fn changes(before: &[NeighborTable], after: &[NeighborTable]) -> Vec<Change> {
         out.push(if host {
             Change::Host(name.clone(), y.map(report))
         } else {
-            Change::Switches(name.clone(), y.map(|t| vec![capture(t)]))
+            Change::Switches(
+                name.clone(),
+                y.map(|t| std::sync::Arc::new(vec![capture(t)])),
+            )
         });
     }
     out

@@ -2,6 +2,8 @@
 //! the neighbours it sees. The table is parsed strictly once per change of the report and
 //! kept compact (only what inference reads), so 100k nodes' tables fit in a few hundred MiB.
 
+use std::sync::Arc;
+
 use serde::Deserialize as _;
 use spinel_api::crd::NodeFabric;
 use spinel_wire::neighbor::{NeighborTable, Role, SCHEMA};
@@ -28,7 +30,7 @@ pub struct NodeReport {
 
 /// A host's neighbour table, reduced to what inference reads (topo-discovery's compact form).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostTable(pub CompactTable);
+pub struct HostTable(pub Arc<CompactTable>);
 
 impl NodeReport {
     /// The report in `nf`, named by the object; `None` for an object without a name.
@@ -82,7 +84,7 @@ impl HostTable {
     }
 
     fn from_table(table: &NeighborTable) -> Self {
-        Self(CompactTable::from_table(table))
+        Self(Arc::new(CompactTable::from_table(table)))
     }
 
     /// Adds the table to `builder` as host `node`'s.

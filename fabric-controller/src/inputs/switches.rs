@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use topo_discovery::sources::{self, Capture, ParseOptions};
@@ -15,8 +16,8 @@ use topo_discovery::sources::{self, Capture, ParseOptions};
 pub struct SwitchEntry {
     /// The entry as given.
     pub bytes: Vec<u8>,
-    /// Its captures, or why it cannot be read.
-    pub captures: Result<Vec<Capture>, String>,
+    /// Its captures (shared with the model), or why it cannot be read.
+    pub captures: Result<Arc<Vec<Capture>>, String>,
 }
 
 impl PartialEq for SwitchEntry {
@@ -30,9 +31,9 @@ impl PartialEq for SwitchEntry {
 /// which box it is (`FabricBuilder::resolve_stand_ins`).
 pub fn parse_entry(source: &str, key: &str, bytes: Vec<u8>) -> SwitchEntry {
     let captures = match std::str::from_utf8(&bytes) {
-        Ok(text) => {
-            sources::parse(text, &ParseOptions::for_file(source, key)).map_err(|e| e.to_string())
-        }
+        Ok(text) => sources::parse(text, &ParseOptions::for_file(source, key))
+            .map(Arc::new)
+            .map_err(|e| e.to_string()),
         Err(e) => Err(format!(
             "not UTF-8 text (invalid byte at offset {})",
             e.valid_up_to()

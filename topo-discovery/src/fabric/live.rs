@@ -10,6 +10,7 @@
 //! leaf groups that join, a leaf that loses its last host), the whole model is inferred again.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::compact::CompactTable;
 use super::infer::live::{FastState, HostInput, Touched};
@@ -24,7 +25,7 @@ use crate::sources::Capture;
 pub struct HostReport {
     /// The neighbour table; `None` when the report could not be used (the node is still named
     /// as a host).
-    pub table: Option<CompactTable>,
+    pub table: Option<Arc<CompactTable>>,
     /// The NICs that are the node's fabric NICs (what its agent found with an RDMA device).
     pub nics: Vec<String>,
 }
@@ -35,7 +36,7 @@ pub enum Change {
     /// A node's report, new or replaced; `None`: the node is gone.
     Host(String, Option<HostReport>),
     /// The captures of one switch-table entry (a ConfigMap key, a file); `None`: gone.
-    Switches(String, Option<Vec<Capture>>),
+    Switches(String, Option<Arc<Vec<Capture>>>),
 }
 
 /// What a change may have changed in the model's outputs.
@@ -66,7 +67,7 @@ pub struct LiveStats {
 pub struct LiveFabric {
     rail_key: RailKey,
     hosts: BTreeMap<String, HostReport>,
-    switches: BTreeMap<String, Vec<Capture>>,
+    switches: BTreeMap<String, Arc<Vec<Capture>>>,
     fabric: Fabric,
     refused: BTreeMap<String, String>,
     fast: Option<FastState>,
@@ -128,7 +129,7 @@ impl LiveFabric {
             let mut builder = FabricBuilder::new();
             for (name, captures) in &self.switches {
                 if !refused.contains_key(name) {
-                    for c in captures {
+                    for c in captures.iter() {
                         c.add_to(&mut builder);
                     }
                 }
