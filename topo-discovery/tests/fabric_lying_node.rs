@@ -297,10 +297,13 @@ fn pools(lab: &Lab) -> (Vec<String>, Vec<ChassisId>) {
     (names, chassis)
 }
 
+/// One forged neighbour: indices into the chassis and name pools, a port number, capabilities.
+type Forged = (usize, usize, usize, u8);
+
 #[derive(Debug, Clone)]
 struct Lie {
     chassis: Option<usize>,
-    ports: Vec<(usize, Vec<(usize, usize, usize, u8)>)>,
+    ports: Vec<(usize, Vec<Forged>)>,
 }
 
 fn lie() -> impl Strategy<Value = Lie> {

@@ -143,7 +143,7 @@ fn a_file_named_like_another_box_is_placed_by_its_cabling() {
 fn two_files_for_one_box_are_refused() {
     let mut files = neighbours_only(|i, _| format!("10.0.0.{}.json", 11 + i));
     files.push(("LF-0042.json".to_owned(), fixture("lf1a.neighbours.json0")));
-    let err = read(&files).err().expect("refused");
+    let err = read(&files).expect_err("refused");
     let sources: Vec<&str> = err.undecided.iter().map(|u| u.source.as_str()).collect();
     assert_eq!(
         sources,
@@ -169,7 +169,7 @@ fn a_symmetric_rack_without_a_capture_that_tells_the_groups_apart_is_refused() {
         .into_iter()
         .skip(2)
         .collect();
-    let err = read(&files).err().expect("refused");
+    let err = read(&files).expect_err("refused");
     assert_eq!(err.undecided.len(), 12, "{err}");
     let h1 = err
         .undecided
