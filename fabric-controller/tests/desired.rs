@@ -201,6 +201,25 @@ fn hypernodes_of_other_sources_are_left_alone_and_ours_are_removed_when_stale() 
             .iter()
             .any(|f| f.kind == "hypernode_conflict" && f.message.contains(name.as_str()))
     );
+    // Planned from what changed (here: nothing of the HyperNodes), the summary is the same:
+    // the conflict is counted whatever changed, so the summary does not flip between plans.
+    let dirty = spinel_fabric_controller::desired::Dirty::default();
+    let only = spinel_fabric_controller::publish::plan_changes(
+        &d,
+        &observed,
+        "default",
+        &emitted,
+        Some(&dirty),
+    );
+    let summary = only.iter().find_map(|w| match w {
+        Write::FabricStatus(_, s) => Some(s),
+        _ => None,
+    });
+    assert_eq!(summary, Some(status));
+    assert!(
+        !only.iter().any(|w| matches!(w, Write::DeleteHyperNode(_))),
+        "a stale HyperNode no change touched waits for a plan of everything"
+    );
 }
 
 #[test]

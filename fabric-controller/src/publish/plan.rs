@@ -166,8 +166,10 @@ fn hypernode_writes(
     fabric: &mut FabricStatus,
     out: &mut Vec<Write>,
 ) {
+    // Every wanted HyperNode is looked at for another source's (the summary counts them all,
+    // so it does not depend on what changed); only the considered ones may be written.
     let considered = |name: &String| only.is_none_or(|o| o.contains(name));
-    for (name, h) in wanted.iter().filter(|(n, _)| considered(n)) {
+    for (name, h) in wanted {
         match observed.hypernodes.get(name) {
             Some(current) if !is_ours(current) => {
                 // Never take over another source's HyperNode (Volcano's own discovery).
@@ -182,6 +184,7 @@ fn hypernode_writes(
                     ),
                 });
             }
+            _ if !considered(name) => {}
             Some(current)
                 if current.spec == h.spec
                     && labels_hold(
