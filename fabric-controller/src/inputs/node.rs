@@ -9,11 +9,11 @@ use spinel_api::crd::NodeFabric;
 use spinel_wire::neighbor::{NeighborTable, Role, SCHEMA};
 use topo_discovery::fabric::{CompactTable, FabricBuilder};
 
-/// Most RoCE NICs one report may list (GPU servers have 8 to 16).
-pub const MAX_NICS: usize = 64;
-/// Most neighbours one NIC may report: a cable has one, a hub a few; the agent keeps 32 by
-/// default (lldpd's number).
-pub const MAX_NEIGHBORS_PER_NIC: usize = 64;
+/// Most RoCE NICs one report may list: the NodeFabric schema's bound.
+pub const MAX_NICS: usize = spinel_api::crd::MAX_NICS;
+/// Most neighbours one NIC may report: the NodeFabric schema's bound (a cable has one, a hub
+/// a few; the agent and lldpd keep 32).
+pub const MAX_NEIGHBORS_PER_NIC: usize = spinel_api::crd::MAX_NEIGHBORS_PER_PORT;
 
 /// What one node reported, as far as inference is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +103,10 @@ impl HostTable {
                 nics.len()
             ));
         }
-        if let Some(bad) = nics.iter().find(|n| !is_interface_name(n)) {
+        if let Some(bad) = nics
+            .iter()
+            .find(|n| !spinel_wire::ifname::is_valid_ifname(n))
+        {
             return Err(format!("spec.nics: {bad:?} is not an interface name"));
         }
         for (port, neighbors) in self.0.ports() {
@@ -127,16 +130,6 @@ impl HostTable {
     pub fn neighbor_count(&self) -> usize {
         self.0.neighbor_count()
     }
-}
-
-/// A Linux interface name: 1 to 15 bytes, no `/`, whitespace or control characters.
-fn is_interface_name(name: &str) -> bool {
-    (1..16).contains(&name.len())
-        && name != "."
-        && name != ".."
-        && !name
-            .chars()
-            .any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
 }
 
 #[cfg(test)]
