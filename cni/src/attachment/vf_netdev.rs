@@ -104,6 +104,25 @@ pub fn move_in(
     }
 }
 
+/// Gives the VF's netdev `mac` while it is still in the host (before the PF pins it as the
+/// administrative MAC); nothing is sent when it has it already.
+pub fn set_host_mac(
+    host: &mut RouteSocket,
+    vf: &VfRecord,
+    mac: MacAddr,
+) -> Result<(), AttachError> {
+    let link = host
+        .link_by_name(&vf.host_name)?
+        .ok_or_else(|| AttachError::NotInHost {
+            pci: vf.pci.clone(),
+            name: vf.host_name.clone(),
+        })?;
+    if link.mac != Some(mac) {
+        host.set_link(link.index, &LinkChange::new().mac(mac))?;
+    }
+    Ok(())
+}
+
 /// Sets MAC and MTU (when asked) and brings the pod interface up, in one request.
 pub fn bring_up(
     pod: &mut RouteSocket,
@@ -111,7 +130,8 @@ pub fn bring_up(
     want: PodLinkSettings<'_>,
 ) -> Result<Link, NetlinkError> {
     let mut change = LinkChange::new().up(true);
-    if let Some(mac) = want.mac {
+    // Only a change: a VF driver may refuse even its own MAC once the PF pins it.
+    if let Some(mac) = want.mac.filter(|m| link.mac != Some(*m)) {
         change = change.mac(mac);
     }
     if let Some(mtu) = want.mtu {
@@ -123,7 +143,7 @@ pub fn bring_up(
         .unwrap_or_else(|| link.clone()))
 }
 
-/// Where [`detach`] found the VF.
+/// Where [`bring_home`] found the VF.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Found {
     /// In the pod; moved back.
@@ -143,18 +163,24 @@ pub struct Detached {
     pub warnings: Vec<String>,
 }
 
-/// Gives the VF back to the host and restores its original name, MAC, MTU, alias and state.
+/// The VF on its way home: where it was found, and its netdev in the host if it is there.
+#[derive(Debug)]
+pub struct Home {
+    detached: Detached,
+    link: Option<Link>,
+}
+
+/// Moves the VF's netdev from the pod to the host, if it is there, and finds it in the host.
 ///
-/// `pod` is `None` when the pod's namespace is gone or not the one ADD used. Idempotent: a VF
-/// already restored is left as it is.
-pub fn detach(
+/// `pod` is `None` when the pod's namespace is gone or not the one ADD used.
+pub fn bring_home(
     host_ns: &NetNs,
     host: &mut RouteSocket,
     pod: Option<&mut RouteSocket>,
     vf: &VfRecord,
     ifname: &str,
     sysfs: &Sysfs,
-) -> Result<Detached, NetlinkError> {
+) -> Result<Home, NetlinkError> {
     let mark = marker(&vf.pci);
     let travel = travel_name(&vf.pci);
     let mut warnings = Vec::new();
@@ -214,16 +240,41 @@ pub fn detach(
                 vf.pci
             ));
         }
-        return Ok(Detached { found, warnings });
+        return Ok(Home {
+            detached: Detached { found, warnings },
+            link: None,
+        });
     };
     if found == Found::Nowhere {
         found = Found::InHost;
     }
+    Ok(Home {
+        detached: Detached { found, warnings },
+        link: Some(link),
+    })
+}
 
+/// Restores the original name, MAC, MTU, alias and state of the netdev [`bring_home`] found.
+/// Idempotent: a VF already restored is left as it is.
+pub fn restore_host(
+    host: &mut RouteSocket,
+    vf: &VfRecord,
+    home: Home,
+) -> Result<Detached, NetlinkError> {
+    let Home {
+        detached: Detached {
+            found,
+            mut warnings,
+        },
+        link,
+    } = home;
+    let Some(link) = link else {
+        return Ok(Detached { found, warnings });
+    };
     let mut restore = LinkChange::new()
         .alias(vf.host_alias.clone().unwrap_or_default())
         .mtu(vf.host_mtu);
-    if let Some(mac) = vf.host_mac {
+    if let Some(mac) = vf.host_mac.filter(|m| link.mac != Some(*m)) {
         restore = restore.mac(mac);
     }
     // Renaming needs the link down; the original state is set last.
