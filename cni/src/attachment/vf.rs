@@ -117,8 +117,7 @@ fn set_attributes(node: &mut Node, vf: &VfRecord, want: &VfSettings) -> Result<(
         Err(CniError::new(
             ErrorCode::Device,
             format!(
-                "PF {} ({}) did not apply VF {} attributes: {}",
-                vf.pf,
+                "{} did not apply VF {} attributes: {}",
                 pf_driver(node, vf),
                 want.index,
                 differs.join(", ")
@@ -127,7 +126,7 @@ fn set_attributes(node: &mut Node, vf: &VfRecord, want: &VfSettings) -> Result<(
     }
 }
 
-/// The PF's driver, for messages (`driver igb`).
+/// The PF with its driver, for messages (`PF eth0 (driver igb)`).
 fn pf_driver(node: &Node, vf: &VfRecord) -> String {
     let driver = node
         .sysfs
@@ -135,8 +134,8 @@ fn pf_driver(node: &Node, vf: &VfRecord) -> String {
         .ok()
         .and_then(|v| node.sysfs.driver_of(&v.pf.pci).ok());
     match driver {
-        Some(Driver::Kernel(d) | Driver::Userspace(d)) => format!("driver {d}"),
-        _ => "driver unknown".to_owned(),
+        Some(Driver::Kernel(d) | Driver::Userspace(d)) => format!("PF {} (driver {d})", vf.pf),
+        _ => format!("PF {}", vf.pf),
     }
 }
 
@@ -156,8 +155,7 @@ fn refused(node: &Node, vf: &VfRecord, e: PfControlError) -> CniError {
     CniError::new(
         code,
         format!(
-            "PF {} ({}) refuses VF {} {}: leave {} at the default or use a NIC that supports it",
-            vf.pf,
+            "{} refuses VF {} {}: leave {} at the default or use a NIC that supports it",
             pf_driver(node, vf),
             vf.index,
             names.join(", "),

@@ -254,7 +254,14 @@ impl VmBuilder {
 
         let console = dir.join("console.log");
         let mut cmd = Command::new(qemu);
-        cmd.args(["-accel", "tcg", "-machine", self.nic_model.machine(), "-cpu", "max"]);
+        cmd.args([
+            "-accel",
+            "tcg",
+            "-machine",
+            self.nic_model.machine(),
+            "-cpu",
+            "max",
+        ]);
         // qboot (shipped with Debian's QEMU) starts the kernel sooner than SeaBIOS: about
         // 0.4 s of a 6 s run under TCG on this machine.
         if Path::new(QBOOT).is_file() {
@@ -393,7 +400,13 @@ fn require_device(qemu: &Path, device: &str) -> Result<(), VmError> {
     let version = Command::new(qemu)
         .arg("--version")
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_owned())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_owned()
+        })
         .unwrap_or_default();
     Err(VmError::QemuLacksDevice {
         device: device.to_owned(),
