@@ -1,0 +1,40 @@
+//! The spinel CNI on a real SR-IOV PF driver: QEMU's igb with 4 VFs bound to igbvf, in one
+//! boot (`src/bin/vm-sriov.rs` runs the scenarios inside the VM).
+
+use spinel_kernel_tests::{NicModel, Vm};
+
+#[test]
+fn spinel_on_igb_with_real_vfs() {
+    let out = Vm::builder()
+        .nics(1)
+        .nic_model(NicModel::Igb)
+        .timeout(std::time::Duration::from_secs(900))
+        .env(
+            "SPINEL_BIN",
+            spinel_netns_tests::cni::spinel_binary()
+                .display()
+                .to_string(),
+        )
+        .run(&[env!("CARGO_BIN_EXE_vm-sriov"), "all"]);
+    eprintln!("{}", out.stdout);
+    out.assert_success();
+    for step in [
+        "ok 4 VFs on igb PF eth0 bound to igbvf",
+        "ok RTM_GETLINK IFLA_VFINFO_LIST reports what was asked",
+        "ok ip -d link show eth0: vf 1",
+        "ok the igbvf netdev is net1 in the pod",
+        "ok CHECK passes, then reports the VLAN changed behind its back through the PF",
+        "ok DEL restores the VF",
+        "ok every attribute igb refuses fails the ADD with 100",
+        "ok igb takes mac, vlan 4094 qos 7, spoofchk, trust, maxTxRate",
+        "ok a restore igb refuses (rate, PF link down) is logged and DEL succeeds",
+        "ok the kernel returned the VF from the dead pod",
+        "ok DEL after the pod died",
+        "ok ADD killed at each of its",
+        "ok DEL killed at each of its",
+        "kills, no VF stuck, the next ADD and DEL work",
+    ] {
+        assert!(out.stdout.contains(step), "missing {step:?}");
+    }
+    eprintln!("guest boot {:?}, whole run {:?}", out.guest_boot, out.wall);
+}
