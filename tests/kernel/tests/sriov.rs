@@ -15,11 +15,21 @@ fn spinel_on_igb_with_real_vfs() {
                 .display()
                 .to_string(),
         )
+        .env(
+            "SPINELCTL_BIN",
+            spinel_netns_tests::cni::spinelctl_binary()
+                .display()
+                .to_string(),
+        )
         .run(&[env!("CARGO_BIN_EXE_vm-sriov"), "all"]);
     eprintln!("{}", out.stdout);
     out.assert_success();
     for step in [
         "ok 4 VFs on igb PF eth0 bound to igbvf",
+        "ok exclusive mode: rxe on an igbvf netdev cannot move, ADD says so and leaves the VF",
+        "ok rxe on an igbvf netdev unregisters when the VF moves; ADD answers 100 and rolls back",
+        "ok rxe on the VF in the pod: spinelctl nccl-env finds RoCE v2 GID index",
+        "ok DEL: the VF is home and its rxe device went with the pod-side netdev",
         "ok RTM_GETLINK IFLA_VFINFO_LIST reports what was asked",
         "ok ip -d link show eth0: vf 1",
         "ok the igbvf netdev is net1 in the pod",

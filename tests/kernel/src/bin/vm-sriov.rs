@@ -539,9 +539,149 @@ fn crash(g: &Guest) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The GID table entry at `index` of `dev` port 1, as sysfs shows it: (gid, type, ndev).
+fn gid_entry(dev: &str, index: u64) -> (String, String, String) {
+    let base = format!("/sys/class/infiniband/{dev}/ports/1");
+    (
+        read(format!("{base}/gids/{index}")),
+        read(format!("{base}/gid_attrs/types/{index}")),
+        read(format!("{base}/gid_attrs/ndevs/{index}")),
+    )
+}
+
+/// Writes a device-info file as Multus does for the SR-IOV device plugin, naming the VF's
+/// RDMA device (rxe is a virtual device: it never appears under the VF's PCI function).
+fn device_info(vf: &Vf, rdma: &str) -> anyhow::Result<PathBuf> {
+    let dir = Path::new("/var/run/k8s.cni.cncf.io/devinfo/cni");
+    fs::create_dir_all(dir)?;
+    let path = dir.join(format!("rdma-{}.json", vf.index));
+    fs::write(
+        &path,
+        json!({"type": "pci", "version": "1.1.0",
+               "pci": {"pci-address": vf.pci, "rdma-device": rdma}})
+        .to_string(),
+    )?;
+    Ok(path)
+}
+
+/// Exclusive RDMA namespace mode, switched at run time while no namespace but the initial one
+/// exists (the kernel refuses otherwise): rxe on a VF's netdev cannot follow it into a pod,
+/// so ADD fails before the netdev moves and leaves the VF as it was.
+fn rdma_exclusive(g: &Guest) -> anyhow::Result<()> {
+    let vf = &g.vfs[0];
+    sh("rdma system set netns exclusive")?;
+    ensure!(sh("rdma system show")?.contains("netns exclusive"));
+    sh(&format!("rdma link add rxe_x type rxe netdev {}", vf.name))?;
+    sh("ip netns add pod")?;
+    let before = host_state(vf);
+    let mut conf = g.conf(vf, json!({"rdma": {"netnsMode": "exclusive"}}));
+    conf["runtimeConfig"] = json!({"CNIDeviceInfoFile": device_info(vf, "rxe_x")?});
+    let out = g.spinel(&call("ADD", "excl", Some("/run/netns/pod")), &conf);
+    let msg = out.expect_code(101, "ADD in exclusive mode").to_owned();
+    let details = out.json["details"].as_str().unwrap_or_default().to_owned();
+    ensure!(
+        msg.contains("cannot move RDMA device rxe_x into the pod"),
+        "{msg} / {details}"
+    );
+    ensure!(host_state(vf) == before, "the VF never left");
+    ok(&format!(
+        "exclusive mode: rxe on an igbvf netdev cannot move, ADD says so and leaves the VF: {msg} ({details})"
+    ));
+    sh("rdma link delete rxe_x && ip netns del pod")?;
+    // The dead namespace is freed asynchronously; the mode change waits for it.
+    poll(Duration::from_secs(10), Duration::from_millis(50), || {
+        Ok(sh("rdma system set netns shared").is_ok().then_some(()))
+    })
+    .context("back to shared mode")?;
+    Ok(())
+}
+
+/// Shared mode: rxe on the VF's netdev in the pod gives the VF a real RoCE v2 GID table; the
+/// GID index and NCCL hints of the pod are read from what the kernel shows.
+fn rdma_shared(g: &Guest) -> anyhow::Result<()> {
+    let vf = &g.vfs[0];
+    sh("ip netns add pod")?;
+    let before = host_state(vf);
+    // rxe names the VF's RDMA device; it follows its netdev nowhere: moving the netdev
+    // unregisters it. ADD then cannot find the GID and says so.
+    sh(&format!("rdma link add rxe_vf type rxe netdev {}", vf.name))?;
+    let mut conf = g.conf(
+        vf,
+        json!({"rdma": {"gid": "required", "gidTimeoutMs": 500}}),
+    );
+    conf["runtimeConfig"] = json!({"CNIDeviceInfoFile": device_info(vf, "rxe_vf")?});
+    let out = g.spinel(&call("ADD", "rxe-moves", Some("/run/netns/pod")), &conf);
+    out.expect_code(100, "ADD whose rxe device died with the move");
+    let msg = out.json["details"].as_str().unwrap_or_default().to_owned();
+    ensure!(msg.contains("RDMA device rxe_vf not found"), "{}", out.json);
+    ensure!(
+        !sh("rdma link")?.contains("rxe_vf"),
+        "rxe unregistered its device when the VF netdev moved"
+    );
+    ensure!(
+        host_state(vf) == before,
+        "the failed ADD left the VF as it was"
+    );
+    ok(&format!(
+        "rxe on an igbvf netdev unregisters when the VF moves; ADD answers 100 and rolls back: {msg}"
+    ));
+
+    // rxe created on the VF inside the pod: the pod's GID, found as spinel and NCCL would.
+    let conf = g.conf(vf, json!({}));
+    let add = call("ADD", "rxe-pod", Some("/run/netns/pod"));
+    let result = g.spinel(&add, &conf).expect_ok("ADD").clone();
+    sh("ip netns exec pod rdma link add rxe_pod type rxe netdev net1")?;
+    let out = Command::new(cni::spinelctl_binary())
+        .args(["nccl-env", "--netns", "/run/netns/pod"])
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    ensure!(
+        out.status.success(),
+        "nccl-env: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("NCCL_IB_GID_INDEX="))
+        .context("no NCCL_IB_GID_INDEX")?
+        .trim()
+        .parse()?;
+    let (gid, kind, ndev) = gid_entry("rxe_pod", index);
+    ensure!(
+        gid == "0000:0000:0000:0000:0000:ffff:0a38:0009" && kind == "RoCE v2" && ndev == "net1",
+        "GID {index}: {gid} {kind} {ndev}"
+    );
+    ensure!(
+        text.contains("NCCL_IB_HCA==rxe_pod:1") && text.contains("NCCL_SOCKET_IFNAME==net1"),
+        "{text}"
+    );
+    ok(&format!(
+        "rxe on the VF in the pod: spinelctl nccl-env finds RoCE v2 GID index {index} of 10.56.0.9 on net1: {}",
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    ));
+    g.spinel(&add.with_command("DEL"), &with_prev_result(&conf, &result))
+        .expect_ok("DEL");
+    ensure!(host_state(vf) == before);
+    ensure!(
+        !sh("rdma link")?.contains("rxe_pod"),
+        "rxe_pod left with the VF"
+    );
+    ok("DEL: the VF is home and its rxe device went with the pod-side netdev");
+    sh("ip netns del pod")?;
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let all = ["attributes", "refusals", "pod-death", "crash"];
+    // rdma-exclusive first: the mode can change only while no other namespace exists.
+    let all = [
+        "rdma-exclusive",
+        "attributes",
+        "refusals",
+        "pod-death",
+        "rdma-shared",
+        "crash",
+    ];
     let wanted: Vec<&str> = if args.iter().any(|a| a == "all") {
         all.to_vec()
     } else {
@@ -558,6 +698,8 @@ fn main() -> anyhow::Result<()> {
             "refusals" => refusals(&g),
             "pod-death" => pod_death(&g),
             "crash" => crash(&g),
+            "rdma-exclusive" => rdma_exclusive(&g),
+            "rdma-shared" => rdma_shared(&g),
             other => bail!("unknown scenario {other}"),
         }
         .with_context(|| format!("scenario {s}"))?;
