@@ -181,7 +181,7 @@ pub fn retry_pending_releases(node: &Node, cni_path: &[PathBuf], budget: Option<
         let target = Target {
             container_id: &p.key.container_id,
             ifname: &p.key.ifname,
-            netns: p.netns.as_deref(),
+            netns: p.netns_if_same(),
             cni_args: p.cni_args.as_deref(),
             held: Some(&lock),
         };

@@ -35,6 +35,8 @@ pub struct Plan<'a> {
     pub pod_ns: NetNs,
     /// Its identity, cookie included.
     pub pod_id: NsId,
+    /// The host's id for it (`RTM_GETNSID`), when the kernel gave one.
+    pub pod_nsid: Option<i32>,
     /// The attachment.
     pub key: AttachmentKey,
     /// The IPAM plugin, found on `CNI_PATH`.

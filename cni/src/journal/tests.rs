@@ -20,6 +20,7 @@ fn record(cid: &str, ifname: &str) -> AttachmentRecord {
             ino: 4026532000,
             cookie: Some(7),
         }),
+        netns_nsid: Some(3),
         cni_args: Some("K8S_POD_NAME=p".into()),
         phase: Phase::Prepared,
         config: json!({"cniVersion": "1.0.0", "ipam": {"type": "host-local"}}),

@@ -116,6 +116,25 @@ impl FakeSysfs {
         Ok(())
     }
 
+    /// Binds VF `pci` to `driver`, or unbinds it (`None`), as `echo BDF > .../unbind` and a
+    /// `driver_override` rebind do.
+    pub fn set_vf_driver(&self, pci: &str, driver: Option<&str>) {
+        let dev = self.dev(pci).expect("valid PCI address");
+        let _ = fs::remove_file(dev.join("driver"));
+        if let Some(driver) = driver {
+            let dir = self
+                .root
+                .join("bus/pci/drivers")
+                .join(component(driver).expect("driver name"));
+            fs::create_dir_all(&dir).expect("create the driver directory");
+            symlink(
+                format!("../../../bus/pci/drivers/{driver}"),
+                dev.join("driver"),
+            )
+            .expect("link the driver");
+        }
+    }
+
     /// [`FakeSysfs::set_vf_netdev`], returning the error.
     pub fn try_set_vf_netdev(&self, pci: &str, netdev: Option<&str>) -> io::Result<()> {
         let net = self.dev(pci)?.join("net");

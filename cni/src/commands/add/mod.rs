@@ -73,11 +73,20 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
     let pod_id = pod_ns.lasting_id().map_err(|e| {
         CniError::caused(ErrorCode::InvalidEnvironment, format!("CNI_NETNS: {e}"), &e)
     })?;
+    // The host's id for the pod namespace: a DEL that finds no path to it asks the kernel
+    // whether it still exists. Without one (a kernel refusing it) DEL falls back to where the
+    // device is.
+    let pod_nsid = node
+        .host
+        .nsid_of(&pod_ns)
+        .inspect_err(|e| tracing::warn!("cannot get the host's id for the pod namespace: {e}"))
+        .ok();
     let plan = Plan {
         inv,
         config,
         pod_ns,
         pod_id,
+        pod_nsid,
         key,
         ipam,
         mac,
@@ -97,6 +106,7 @@ fn new_record(plan: &Plan<'_>, device: DeviceRecord) -> AttachmentRecord {
         network: conf.name.clone(),
         netns: plan.inv.netns.clone(),
         netns_id: Some(plan.pod_id),
+        netns_nsid: plan.pod_nsid,
         cni_args: plan.inv.raw_args.clone(),
         phase: Phase::Prepared,
         config: plan.config.raw.clone(),
