@@ -291,17 +291,17 @@ impl Attachment for VfRecord {
         if self.rdma_exclusive {
             roce::move_devices(&self.rdma_devices, &plan.pod_ns)?;
         }
-        let moved = vf_netdev::move_in(&mut node.host, &plan.pod_ns, pod, self, &plan.key.ifname)
-            .map_err(|e| match e {
-            AttachError::NameTaken(_) => {
-                CniError::new(ErrorCode::InvalidEnvironment, format!("CNI_IFNAME: {e}"))
-            }
-            AttachError::NotInHost { .. } => CniError::new(ErrorCode::Device, e.to_string()),
-            AttachError::Netlink(n) => CniError::new(
-                ErrorCode::Kernel,
-                format!("cannot move VF {} into the pod: {}", self.pci, chain(&n)),
-            ),
-        })?;
+        let moved =
+            vf_netdev::move_in(&mut node.host, &plan.pod_ns, pod, self).map_err(|e| match e {
+                AttachError::NameTaken(_) => {
+                    CniError::new(ErrorCode::InvalidEnvironment, format!("CNI_IFNAME: {e}"))
+                }
+                AttachError::NotInHost { .. } => CniError::new(ErrorCode::Device, e.to_string()),
+                AttachError::Netlink(n) => CniError::new(
+                    ErrorCode::Kernel,
+                    format!("cannot move VF {} into the pod: {}", self.pci, chain(&n)),
+                ),
+            })?;
         bring_up(pod, plan, &moved)
     }
 

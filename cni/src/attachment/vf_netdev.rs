@@ -62,14 +62,15 @@ pub struct PodLinkSettings<'a> {
     pub mtu: Option<u32>,
 }
 
-/// Moves the VF described by `vf` into `pod` under the name `ifname`; the link is still down,
-/// so per-interface settings can be made before it announces itself.
+/// Moves the VF described by `vf` into `pod`, still down and under its travel name: the
+/// per-interface settings are made there, and [`bring_up`] gives it its final name as it
+/// brings it up, in one request (every request after a move waits for the kernel's lock behind
+/// every other pod's move, so each one saved counts when a job's pods start together).
 pub fn move_in(
     host: &mut RouteSocket,
     pod_ns: &NetNs,
     pod: &mut RouteSocket,
     vf: &VfRecord,
-    ifname: &str,
 ) -> Result<Link, AttachError> {
     let travel = travel_name(&vf.pci);
     let link = host
@@ -86,22 +87,11 @@ pub fn move_in(
         link.index,
         &LinkChange::new().netns(pod_ns.as_fd()).name(&travel),
     )?;
-    let moved = pod
-        .link_by_name(&travel)?
+    pod.link_by_name(&travel)?
         .ok_or_else(|| AttachError::NotInHost {
             pci: vf.pci.clone(),
             name: travel.clone(),
-        })?;
-    match pod.set_link(moved.index, &LinkChange::new().name(ifname)) {
-        Ok(()) => Ok(Link {
-            name: ifname.to_owned(),
-            ..moved
-        }),
-        Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists => {
-            Err(AttachError::NameTaken(ifname.to_owned()))
-        }
-        Err(e) => Err(e.into()),
-    }
+        })
 }
 
 /// Gives the VF's netdev `mac` while it is still in the host (before the PF pins it as the
@@ -123,13 +113,17 @@ pub fn set_host_mac(
     Ok(())
 }
 
-/// Sets MAC and MTU (when asked) and brings the pod interface up, in one request.
+/// Gives the pod interface its final name, MAC and MTU (when asked) and brings it up, in one
+/// request.
 pub fn bring_up(
     pod: &mut RouteSocket,
     link: &Link,
     want: PodLinkSettings<'_>,
-) -> Result<Link, NetlinkError> {
+) -> Result<Link, AttachError> {
     let mut change = LinkChange::new().up(true);
+    if link.name != want.ifname {
+        change = change.name(want.ifname);
+    }
     // Only a change: a VF driver may refuse even its own MAC once the PF pins it.
     if let Some(mac) = want.mac.filter(|m| link.mac != Some(*m)) {
         change = change.mac(mac);
@@ -137,7 +131,13 @@ pub fn bring_up(
     if let Some(mtu) = want.mtu {
         change = change.mtu(mtu);
     }
-    pod.set_link(link.index, &change)?;
+    match pod.set_link(link.index, &change) {
+        Ok(()) => {}
+        Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists && link.name != want.ifname => {
+            return Err(AttachError::NameTaken(want.ifname.to_owned()));
+        }
+        Err(e) => return Err(e.into()),
+    }
     Ok(pod
         .link_by_index(link.index)?
         .unwrap_or_else(|| link.clone()))
@@ -167,7 +167,10 @@ pub struct Detached {
 #[derive(Debug)]
 pub struct Home {
     detached: Detached,
+    /// Its netdev in the host, when it still needs its name, MTU and alias restored.
     link: Option<Link>,
+    /// The netdev as it was in the pod, when the move home restored name, MTU and alias too.
+    arrived: Option<Link>,
 }
 
 /// Moves the VF's netdev from the pod to the host, if it is there, and finds it in the host.
@@ -190,10 +193,25 @@ pub fn bring_home(
         && let Some(link) = find_marked(pod, &mark, &[ifname, &travel])?
     {
         // One request: the move closes the link itself (an explicit "down" first would cost
-        // the kernel another RCU grace period), and the name is applied on arrival.
-        let home = LinkChange::new().netns(host_ns.as_fd()).name(&vf.host_name);
+        // the kernel another RCU grace period), and name, MTU and alias are applied on
+        // arrival (each request after a move waits behind every other pod's move for the
+        // kernel's lock, which is what a job ending all at once pays for).
+        let home = LinkChange::new()
+            .netns(host_ns.as_fd())
+            .name(&vf.host_name)
+            .mtu(vf.host_mtu)
+            .alias(vf.host_alias.clone().unwrap_or_default());
         match pod.set_link(link.index, &home) {
-            Ok(()) => {}
+            Ok(()) => {
+                return Ok(Home {
+                    detached: Detached {
+                        found: Found::InPod,
+                        warnings,
+                    },
+                    link: None,
+                    arrived: Some(link),
+                });
+            }
             Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists => {
                 // Either it moved and the original name is taken in the host (the host side
                 // below sees it under its pod name), or both its pod name and the original
@@ -243,6 +261,7 @@ pub fn bring_home(
         return Ok(Home {
             detached: Detached { found, warnings },
             link: None,
+            arrived: None,
         });
     };
     if found == Found::Nowhere {
@@ -251,6 +270,7 @@ pub fn bring_home(
     Ok(Home {
         detached: Detached { found, warnings },
         link: Some(link),
+        arrived: None,
     })
 }
 
@@ -267,7 +287,28 @@ pub fn restore_host(
             mut warnings,
         },
         link,
+        arrived,
     } = home;
+    if let Some(was) = arrived {
+        // Name, MTU and alias came with the move; what is left is the MAC the pod had (once
+        // the PF has let go of it) and the original state (the move took the link down).
+        let mac = vf.host_mac.filter(|m| was.mac != Some(*m));
+        if mac.is_some() || vf.host_up {
+            let Some(now) = host.link_by_name(&vf.host_name)? else {
+                warnings.push(format!(
+                    "VF {} left the pod but is not in the host as {}",
+                    vf.pci, vf.host_name
+                ));
+                return Ok(Detached { found, warnings });
+            };
+            let mut change = LinkChange::new().up(vf.host_up);
+            if let Some(mac) = mac {
+                change = change.mac(mac);
+            }
+            host.set_link(now.index, &change)?;
+        }
+        return Ok(Detached { found, warnings });
+    }
     let Some(link) = link else {
         return Ok(Detached { found, warnings });
     };

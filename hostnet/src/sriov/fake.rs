@@ -63,6 +63,13 @@ impl FakeSysfs {
             .expect("fake sysfs: set VF netdev");
     }
 
+    /// Binds VF `pci` to `driver`, or unbinds it (`None`), as `echo BDF > .../unbind` and a
+    /// `driver_override` rebind do.
+    pub fn set_vf_driver(&self, pci: &str, driver: Option<&str>) {
+        self.try_set_vf_driver(pci, driver)
+            .expect("fake sysfs: set VF driver");
+    }
+
     /// Adds an RDMA device to the function at `pci`.
     pub fn add_rdma(&self, pci: &str, rdma: &str) {
         self.try_add_rdma(pci, rdma)
@@ -116,23 +123,21 @@ impl FakeSysfs {
         Ok(())
     }
 
-    /// Binds VF `pci` to `driver`, or unbinds it (`None`), as `echo BDF > .../unbind` and a
-    /// `driver_override` rebind do.
-    pub fn set_vf_driver(&self, pci: &str, driver: Option<&str>) {
-        let dev = self.dev(pci).expect("valid PCI address");
-        let _ = fs::remove_file(dev.join("driver"));
+    /// [`FakeSysfs::set_vf_driver`], returning the error.
+    pub fn try_set_vf_driver(&self, pci: &str, driver: Option<&str>) -> io::Result<()> {
+        let dev = self.dev(pci)?;
+        match fs::remove_file(dev.join("driver")) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         if let Some(driver) = driver {
-            let dir = self
-                .root
-                .join("bus/pci/drivers")
-                .join(component(driver).expect("driver name"));
-            fs::create_dir_all(&dir).expect("create the driver directory");
+            fs::create_dir_all(self.root.join("bus/pci/drivers").join(component(driver)?))?;
             symlink(
                 format!("../../../bus/pci/drivers/{driver}"),
                 dev.join("driver"),
-            )
-            .expect("link the driver");
+            )?;
         }
+        Ok(())
     }
 
     /// [`FakeSysfs::set_vf_netdev`], returning the error.
