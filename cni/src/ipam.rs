@@ -220,6 +220,32 @@ impl Ipam {
         self.spawn(command, &config, target)
     }
 
+    /// [`Ipam::start`] on a thread of its own while `work` runs on this one: starting a process
+    /// waits until it has executed its program (milliseconds on a busy node), which would
+    /// otherwise delay `work`, the device's move. Returns both outcomes.
+    pub fn start_beside<'i, T>(
+        ipam: Option<&'i Ipam>,
+        command: &'static str,
+        config: &Value,
+        ours: Version,
+        target: &Target<'_>,
+        work: impl FnOnce() -> T,
+    ) -> (Option<Result<Pending<'i>, CniError>>, T) {
+        std::thread::scope(|s| {
+            let started = ipam.map(|i| s.spawn(move || i.start(command, config, ours, target)));
+            let done = work();
+            let started = started.map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(CniError::new(
+                        ErrorCode::Ipam,
+                        "the thread starting the IPAM plugin panicked",
+                    ))
+                })
+            });
+            (started, done)
+        })
+    }
+
     /// ADD: allocates addresses.
     pub fn add(
         &self,

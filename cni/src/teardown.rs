@@ -64,14 +64,23 @@ pub fn teardown(
         held: Some(held),
     };
     // The address is released while the kernel gives the device back: both mostly wait.
-    let release: Option<Result<Pending<'_>, CniError>> = match &ipam {
-        Some(Ok(ipam)) => Some(ipam.start("DEL", &record.config, record.cni_version, &target)),
-        Some(Err(e)) => Some(Err(e.clone())),
-        None => None,
+    let usable = match &ipam {
+        Some(Ok(ipam)) => Some(ipam),
+        _ => None,
     };
-    tracing::debug!("IPAM release started");
-    release_device(node, record, &pod, &mut errors);
-    tracing::debug!("device released");
+    let (started, ()) = Ipam::start_beside(
+        usable,
+        "DEL",
+        &record.config,
+        record.cni_version,
+        &target,
+        || release_device(node, record, &pod, &mut errors),
+    );
+    let release: Option<Result<Pending<'_>, CniError>> = match &ipam {
+        Some(Err(e)) => Some(Err(e.clone())),
+        _ => started,
+    };
+    tracing::debug!("device released, IPAM release started");
     let address = match (release, &ipam) {
         (Some(Ok(pending)), Some(Ok(ipam))) => pending.wait().map(drop).or_else(|first| {
             ipam.release_with_fallbacks(&record.config, record.cni_version, &target, first)

@@ -239,31 +239,38 @@ impl PfControl {
         pf: &str,
         index: u32,
     ) -> Result<VfSettings, PfControlError> {
-        let pf_index = Self::pf_index(host, pf)?;
-        self.read_at(host, pf, pf_index, index)
+        self.locate(host, pf, index).map(|(_, now)| now)
     }
 
-    fn read_at(
+    /// The PF's index and what it reports for VF `index` (one request to the kernel).
+    fn locate(
         &self,
         host: &mut RouteSocket,
         pf: &str,
-        pf_index: u32,
         index: u32,
-    ) -> Result<VfSettings, PfControlError> {
+    ) -> Result<(u32, VfSettings), PfControlError> {
         match self {
-            Self::Kernel => host
-                .vf_settings(pf_index)?
-                .into_iter()
-                .find(|s| s.index == index)
-                .ok_or_else(|| PfControlError::NoVf {
-                    pf: pf.to_owned(),
-                    index,
-                }),
-            Self::Recorded(dir) => Ok(Recording::open(dir, pf)?
-                .state()?
-                .get(&index)
-                .copied()
-                .unwrap_or_else(|| VfSettings::factory_default(index))),
+            Self::Kernel => {
+                let (pf_index, vfs) = host
+                    .pf_vf_settings(pf)?
+                    .ok_or_else(|| PfControlError::NoPf(pf.to_owned()))?;
+                let now = vfs.into_iter().find(|s| s.index == index).ok_or_else(|| {
+                    PfControlError::NoVf {
+                        pf: pf.to_owned(),
+                        index,
+                    }
+                })?;
+                Ok((pf_index, now))
+            }
+            Self::Recorded(dir) => {
+                let pf_index = Self::pf_index(host, pf)?;
+                let now = Recording::open(dir, pf)?
+                    .state()?
+                    .get(&index)
+                    .copied()
+                    .unwrap_or_else(|| VfSettings::factory_default(index));
+                Ok((pf_index, now))
+            }
         }
     }
 
@@ -276,8 +283,7 @@ impl PfControl {
         pf: &str,
         settings: &VfSettings,
     ) -> Result<Vec<VfAttribute>, PfControlError> {
-        let pf_index = Self::pf_index(host, pf)?;
-        let now = self.read_at(host, pf, pf_index, settings.index)?;
+        let (pf_index, now) = self.locate(host, pf, settings.index)?;
         let changed: Vec<VfAttribute> = VfAttribute::ALL
             .into_iter()
             .filter(|a| a.differs(settings, &now))

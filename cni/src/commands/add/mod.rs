@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::attachment::{self, Plan};
 use crate::config::{AttachMode, Config};
 use crate::device;
-use crate::ipam::{Pending, Target};
+use crate::ipam::{Ipam, Pending, Target};
 use crate::journal::{AttachmentKey, AttachmentRecord, DeviceRecord, Lock, Phase, SCHEMA};
 use crate::node::{Node, journal_error, pod_state};
 use crate::settings::Settings;
@@ -246,13 +246,24 @@ fn attach(
         cni_args: record.cni_args.as_deref(),
         held: Some(lock),
     };
-    let allocation: Option<Pending<'_>> = plan
-        .ipam
-        .as_ref()
-        .map(|i| i.start("ADD", &plan.config.raw, plan.config.version(), &target))
-        .transpose()?;
+    let (allocation, plugged) = Ipam::start_beside(
+        plan.ipam.as_ref(),
+        "ADD",
+        &plan.config.raw,
+        plan.config.version(),
+        &target,
+        || record.device.kind().plug_in(node, &mut pod, plan),
+    );
+    let allocation: Option<Pending<'_>> = match (allocation.transpose(), &plugged) {
+        (Ok(a), _) => a,
+        (Err(e), Ok(_)) => {
+            // Nothing allocated: the caller's rollback gives the device back.
+            return Err(e);
+        }
+        (Err(_), Err(_)) => None,
+    };
     tracing::debug!("IPAM started");
-    let link = match record.device.kind().plug_in(node, &mut pod, plan) {
+    let link = match plugged {
         Ok(link) => {
             tracing::debug!("device plugged in");
             link
