@@ -40,9 +40,13 @@ fn spinel_on_igb_with_real_vfs() {
         "ok a restore igb refuses (rate, PF link down) is logged and DEL succeeds",
         "ok the kernel returned the VF from the dead pod",
         "ok DEL after the pod died",
-        "ok ADD killed at each of its",
+        "ok ADD killed at every other of its",
         "ok DEL killed at each of its",
         "kills, no VF stuck, the next ADD and DEL work",
+        "ok agent discovery on the real sysfs: eth0 refused",
+        "ok agent: eth0 is a RoCE NIC at 1000 Mb/s, MTU 1500, carrier",
+        "ok agent metrics: carrier, speed and MTU of eth0",
+        "ok agent: the PF's link down is LinkDown and spinel_nic_carrier 0",
     ] {
         assert!(out.stdout.contains(step), "missing {step:?}");
     }

@@ -9,8 +9,9 @@
 //! `RTM_GETLINK` and `ip -d link show`, the igbvf netdev in the pod with its address and
 //! routes, CHECK, DEL restoring everything), `refusals` (what igb refuses and spinel's answer),
 //! `pod-death` (the pod namespace deleted with the VF inside, then DEL), `crash` (kill -9 at
-//! every netlink request of ADD and DEL, then DEL and the next ADD), `rdma` (rdma_rxe on an
-//! igbvf netdev: GID, NCCL hints), `agent` (the agent's NIC discovery, health and counters).
+//! every netlink request of ADD and DEL, then DEL and the next ADD), `rdma-exclusive` and
+//! `rdma-shared` (rdma_rxe on an igbvf netdev: exclusive mode, GID, NCCL hints), `agent` (the
+//! agent's NIC discovery, health and metrics through its library, no API server).
 //! Prints `ok <step>` per passed step and `igb <attribute>: ...` per observed answer.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test program fails loudly
@@ -487,16 +488,18 @@ fn pod_death(g: &Guest) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// kill -9 at every netlink request of ADD (and of DEL after a good ADD), then recovery: DEL,
-/// then the next ADD of the same VF, which must find it as it was.
+/// kill -9 at every other netlink request of ADD and at every one of DEL (after a good ADD),
+/// then recovery: DEL, then the next ADD of the same VF, which must find it as it was. (TCG
+/// makes each kill cost seconds; the namespace tier kills at every system call.)
 fn crash(g: &Guest) -> anyhow::Result<()> {
     let vf = &g.vfs[0];
     sh("ip netns add pod")?;
     let before = host_state(vf);
     let conf = g.conf(vf, json!({"vlan": 40, "spoofchk": "off", "maxTxRate": 200}));
     let mut kills = 0;
-    for phase in ["ADD", "DEL"] {
-        for n in 1.. {
+    for (phase, stride) in [("ADD", 2), ("DEL", 1)] {
+        let mut phase_kills = 0;
+        for n in (1..).step_by(stride) {
             let add = call("ADD", &format!("crash-{phase}-{n}"), Some("/run/netns/pod"));
             let out = if phase == "ADD" {
                 g.spinel_killed_at(&add, &conf, "sendto", n)
@@ -514,12 +517,13 @@ fn crash(g: &Guest) -> anyhow::Result<()> {
             );
             if !killed {
                 ok(&format!(
-                    "{phase} killed at each of its {} netlink requests, then DEL: VF home, attributes restored",
-                    n - 1
+                    "{phase} killed at {} of its netlink requests ({phase_kills} kills), then DEL: VF home, attributes restored",
+                    if stride == 1 { "each" } else { "every other" },
                 ));
                 break;
             }
             kills += 1;
+            phase_kills += 1;
         }
     }
     // The next ADD of the same VF finds it as it was.
@@ -671,6 +675,147 @@ fn rdma_shared(g: &Guest) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A sysfs root that is the real one plus the PF's `infiniband/` entry an mlx5 PF has: rxe is
+/// a virtual device and never sits under a PCI function, and the agent takes only PCI
+/// functions with an RDMA device as RoCE NICs. Everything else (`class/net` with carrier,
+/// speed and MTU, the RDMA devices' counters) is the kernel's own.
+fn sysfs_with_pf_rdma(pf_pci: &str, rdma: &str) -> anyhow::Result<PathBuf> {
+    let root = Path::new(ROOT).join("agent-sys");
+    fs::create_dir_all(root.join("class"))?;
+    std::os::unix::fs::symlink("/sys/class/net", root.join("class/net"))?;
+    std::os::unix::fs::symlink("/sys/class/infiniband", root.join("class/infiniband"))?;
+    fs::create_dir_all(
+        root.join("bus/pci/devices")
+            .join(pf_pci)
+            .join("infiniband")
+            .join(rdma),
+    )?;
+    Ok(root)
+}
+
+/// The agent's duties on the PCI NIC with VFs, through its library (no API server here):
+/// NIC discovery from the real sysfs, RoCE health (carrier, speed, MTU) and the metrics.
+fn agent(g: &Guest) -> anyhow::Result<()> {
+    use hostnet::sriov::Sysfs;
+    use spinel_agent::metrics::Metrics;
+    use spinel_agent::roce_health::{Readings, findings, is_informational};
+    use spinel_agent::settings::Health;
+    use spinel_node::nics::{NicSelection, discover};
+
+    let mut host = RouteSocket::open()?;
+    let names: Vec<String> = std::iter::once(PF.to_owned())
+        .chain(g.vfs.iter().map(|v| v.name.clone()))
+        .collect();
+    let selection = NicSelection::Names(names.clone());
+    let (nics, refused) = discover(&Sysfs::new("/sys"), &mut host, &selection)?;
+    ensure!(
+        nics.is_empty(),
+        "no RoCE NIC without an RDMA device: {nics:?}"
+    );
+    let pf_pci = read(format!("/sys/class/net/{PF}/device/uevent"))
+        .lines()
+        .find_map(|l| l.strip_prefix("PCI_SLOT_NAME=").map(str::to_owned))
+        .context("PF PCI address")?;
+    let reason = |name: &str| {
+        refused
+            .iter()
+            .find(|r| r.name == name)
+            .map(|r| r.reason.clone())
+            .unwrap_or_default()
+    };
+    ensure!(
+        reason(PF) == format!("PCI function {pf_pci} has no RDMA device"),
+        "{refused:?}"
+    );
+    for vf in &g.vfs {
+        ensure!(reason(&vf.name) == "a VF belongs to a pod", "{refused:?}");
+    }
+    // igb has no switchdev mode: no netdev here is a representor.
+    let real = Sysfs::new("/sys");
+    ensure!(names.iter().all(|n| !real.is_representor(n)));
+    ok(&format!(
+        "agent discovery on the real sysfs: {PF} refused ({}), its {} VFs refused ({}), no representors",
+        reason(PF),
+        g.vfs.len(),
+        reason(&g.vfs[0].name)
+    ));
+
+    sh(&format!("rdma link add rxe_pf type rxe netdev {PF}"))?;
+    let root = sysfs_with_pf_rdma(&pf_pci, "rxe_pf")?;
+    let sysfs = Sysfs::new(&root);
+    let (nics, _) = discover(&sysfs, &mut host, &selection)?;
+    ensure!(nics.len() == 1 && nics[0].name == PF, "{nics:?}");
+    let nic = &nics[0];
+    ensure!(
+        nic.carrier && nic.speed_mbps == Some(1000) && nic.mtu == 1500,
+        "{nic:?}"
+    );
+    ensure!(nic.rdma_device.as_deref() == Some("rxe_pf") && nic.pci.as_str() == pf_pci);
+    let health = |min_speed: u32, min_mtu: u32| Health {
+        min_speed_mbps: Some(min_speed),
+        min_mtu: Some(min_mtu),
+        require_neighbor: false,
+        taint: false,
+        unhealthy_after: Duration::ZERO,
+        healthy_after: Duration::ZERO,
+        period: Duration::from_secs(1),
+        neighbor_grace: Duration::ZERO,
+        dcb_replay_dir: None,
+    };
+    let reasons = |h: &Health, nics: &[spinel_node::nics::RoceNic]| -> Vec<String> {
+        findings(h, nics, None, &[], &Readings::default(), false)
+            .into_iter()
+            .filter(|f| !is_informational(&f.reason))
+            .map(|f| f.reason)
+            .collect()
+    };
+    ensure!(reasons(&health(1000, 1500), &nics).is_empty());
+    ensure!(
+        reasons(&health(25_000, 9000), &nics) == ["SpeedBelowExpected", "MtuBelowExpected"],
+        "{:?}",
+        reasons(&health(25_000, 9000), &nics)
+    );
+    ok(&format!(
+        "agent: {PF} is a RoCE NIC at {} Mb/s, MTU {}, carrier; healthy at 1000/1500, SpeedBelowExpected and MtuBelowExpected against 25000/9000",
+        nic.speed_mbps.unwrap_or(0),
+        nic.mtu
+    ));
+
+    let metrics = Metrics::new(root.clone(), None);
+    metrics.set_nics(&nics);
+    let text = metrics.encode();
+    for line in [
+        "spinel_nic_carrier{nic=\"eth0\"} 1",
+        "spinel_nic_speed_bytes{nic=\"eth0\"} 125000000",
+        "spinel_nic_mtu_bytes{nic=\"eth0\"} 1500",
+    ] {
+        ensure!(text.contains(line), "{line} not in\n{text}");
+    }
+    let rdma: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("rxe_pf") && !l.starts_with('#'))
+        .collect();
+    ensure!(!rdma.is_empty(), "no RDMA port counters of rxe_pf:\n{text}");
+    ok(&format!(
+        "agent metrics: carrier, speed and MTU of {PF}, and {} series of rxe_pf's port counters",
+        rdma.len()
+    ));
+
+    // Carrier lost: the agent's next look sees it (the VFs follow their PF's link).
+    sh(&format!("ip link set {PF} down"))?;
+    let (down, _) = discover(&sysfs, &mut host, &selection)?;
+    ensure!(reasons(&health(1000, 1500), &down) == ["LinkDown"]);
+    metrics.set_nics(&down);
+    ensure!(
+        metrics
+            .encode()
+            .contains("spinel_nic_carrier{nic=\"eth0\"} 0")
+    );
+    ok("agent: the PF's link down is LinkDown and spinel_nic_carrier 0");
+    sh(&format!("ip link set {PF} up && rdma link delete rxe_pf"))?;
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // rdma-exclusive first: the mode can change only while no other namespace exists.
@@ -681,6 +826,7 @@ fn main() -> anyhow::Result<()> {
         "pod-death",
         "rdma-shared",
         "crash",
+        "agent",
     ];
     let wanted: Vec<&str> = if args.iter().any(|a| a == "all") {
         all.to_vec()
@@ -700,6 +846,7 @@ fn main() -> anyhow::Result<()> {
             "crash" => crash(&g),
             "rdma-exclusive" => rdma_exclusive(&g),
             "rdma-shared" => rdma_shared(&g),
+            "agent" => agent(&g),
             other => bail!("unknown scenario {other}"),
         }
         .with_context(|| format!("scenario {s}"))?;
