@@ -7,6 +7,8 @@
 //! socket) keeps everything, as before. A deferred IPAM release is retried without the old
 //! pod's namespace unless that path still leads to the very same namespace.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -77,7 +77,7 @@ impl Guest {
         for index in 0..NUM_VFS {
             let link = format!("/sys/class/net/{PF}/device/virtfn{index}");
             let pci = fs::read_link(&link)
-                .with_context(|| format!("{link}"))?
+                .with_context(|| link.clone())?
                 .file_name()
                 .unwrap()
                 .to_string_lossy()
@@ -498,8 +498,7 @@ fn crash(g: &Guest) -> anyhow::Result<()> {
     let conf = g.conf(vf, json!({"vlan": 40, "spoofchk": "off", "maxTxRate": 200}));
     let mut kills = 0;
     for (phase, stride) in [("ADD", 2), ("DEL", 1)] {
-        let mut phase_kills = 0;
-        for n in (1..).step_by(stride) {
+        for (phase_kills, n) in (1..).step_by(stride).enumerate() {
             let add = call("ADD", &format!("crash-{phase}-{n}"), Some("/run/netns/pod"));
             let out = if phase == "ADD" {
                 g.spinel_killed_at(&add, &conf, "sendto", n)
@@ -523,7 +522,6 @@ fn crash(g: &Guest) -> anyhow::Result<()> {
                 break;
             }
             kills += 1;
-            phase_kills += 1;
         }
     }
     // The next ADD of the same VF finds it as it was.
