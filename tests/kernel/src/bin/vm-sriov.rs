@@ -704,7 +704,7 @@ fn agent(g: &Guest) -> anyhow::Result<()> {
     let names: Vec<String> = std::iter::once(PF.to_owned())
         .chain(g.vfs.iter().map(|v| v.name.clone()))
         .collect();
-    let selection = NicSelection::Names(names.clone());
+    let selection = NicSelection::Names(names.iter().map(|n| n.parse()).collect::<Result<_, _>>()?);
     let (nics, refused) = discover(&Sysfs::new("/sys"), &mut host, &selection)?;
     ensure!(
         nics.is_empty(),
