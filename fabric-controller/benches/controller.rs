@@ -52,6 +52,9 @@ fn report(spec: &SyntheticSpec, table: &NeighborTable, generation: i64) -> NodeR
         generation,
         nics: (0..spec.rails).map(|k| spec.nic_name(k)).collect(),
         table: HostTable::parse(name, &serde_json::to_value(table).unwrap()),
+        run: None,
+        neighbours: 0,
+        max_ttl: 0,
     }
 }
 
@@ -92,6 +95,7 @@ fn object(spec: &SyntheticSpec, table: &NeighborTable, generation: i64) -> NodeF
                 })
                 .collect(),
             lldp: serde_json::to_value(table).unwrap(),
+            listening_since: None,
             lldp_frames_ignored: 0,
             health: Vec::new(),
         },

@@ -234,6 +234,16 @@ impl Controller {
         self.model.desired()
     }
 
+    /// When the first report held back from a restarted agent is due.
+    pub fn held_until(&self) -> Option<Instant> {
+        self.inputs.held_until()
+    }
+
+    /// Takes in the held reports due at `now`.
+    pub fn release_held(&mut self, now: Instant) {
+        self.stale |= self.inputs.release_held(now);
+    }
+
     /// Reports and switch tables in the inputs.
     pub fn input_counts(&self) -> (usize, usize) {
         (
@@ -327,6 +337,13 @@ pub async fn run(
                 None => std::future::pending().await,
             }
         };
+        let held_until = ctrl.held_until().map(tokio::time::Instant::from_std);
+        let held = async {
+            match held_until {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             msg = rx.recv() => match msg {
                 Some(m) => {
@@ -339,6 +356,7 @@ pub async fn run(
             },
             changed = leading.changed() => if changed.is_err() { break },
             () = retry => retry_at = None,
+            () = held => ctrl.release_held(Instant::now()),
             _ = resync.tick() => {}
             _ = stop.wait_for(|s| *s) => break,
         }

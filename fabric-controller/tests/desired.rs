@@ -34,6 +34,9 @@ fn report(lab: &Lab, host: &str, generation: i64) -> NodeReport {
         generation,
         nics: TWO_RAIL_NICS.iter().map(|n| (*n).to_owned()).collect(),
         table: HostTable::parse(host, &serde_json::to_value(&table).unwrap()),
+        run: None,
+        neighbours: 0,
+        max_ttl: 0,
     }
 }
 

@@ -6,6 +6,7 @@ pub mod node;
 pub mod switches;
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use topo_discovery::fabric::RailKey;
 use topo_discovery::fabric::live::{Change, HostReport};
@@ -22,6 +23,11 @@ pub struct Inputs {
     rail_key: RailKey,
     /// What changed since [`Self::take_changes`], in order.
     pending: Vec<Change>,
+    /// Each node's agent run and when its first report arrived.
+    runs: BTreeMap<String, (Option<String>, Instant)>,
+    /// Reports held back: a new agent run showing fewer neighbours than the last report, until
+    /// the last report's neighbours would have aged out or the run shows as many again.
+    held: BTreeMap<String, (NodeReport, Instant)>,
 }
 
 /// A report as the model takes it: its table when usable, its NICs.
@@ -46,6 +52,8 @@ impl Inputs {
             switches: BTreeMap::new(),
             rail_key,
             pending: Vec::new(),
+            runs: BTreeMap::new(),
+            held: BTreeMap::new(),
         }
     }
 
@@ -54,23 +62,84 @@ impl Inputs {
         self.rail_key
     }
 
-    /// Takes in a node's report; false when it is the version already known.
+    /// Takes in a node's report; false when it is the version already known, or when it is
+    /// held back (see [`Self::upsert_node_at`]).
     pub fn upsert_node(&mut self, name: String, report: NodeReport) -> bool {
-        if self
-            .reports
-            .get(&name)
-            .is_some_and(|r| r.same_version(&report))
-        {
-            return false;
+        self.upsert_node_at(name, report, Instant::now())
+    }
+
+    /// [`Self::upsert_node`] at `now`. A restarted agent hears its leaves one LLDPDU at a time:
+    /// a report of a new agent run that shows fewer neighbours than the last one is held until
+    /// the last one's neighbours would have aged out (their longest TTL after the run's first
+    /// report, by this controller's clock), or until the run shows as many again, so a
+    /// restart never strips a node's labels.
+    pub fn upsert_node_at(&mut self, name: String, report: NodeReport, now: Instant) -> bool {
+        if let Some(last) = self.reports.get(&name) {
+            if last.same_version(&report) {
+                self.held.remove(&name);
+                return false;
+            }
+            let run = self
+                .runs
+                .entry(name.clone())
+                .or_insert_with(|| (last.run.clone(), now));
+            if run.0 != report.run {
+                *run = (report.run.clone(), now);
+            }
+            let fresh_run = report.run.is_some() && last.run != report.run;
+            let until = run.1 + Duration::from_secs(u64::from(last.max_ttl));
+            if fresh_run && report.neighbours < last.neighbours && now < until {
+                tracing::info!(
+                    node = %name,
+                    neighbours = report.neighbours,
+                    before = last.neighbours,
+                    "holding a restarted agent's thinner report until its leaves are heard or the last neighbours would have aged out"
+                );
+                self.held.insert(name, (report, until));
+                return false;
+            }
+        } else {
+            self.runs.insert(name.clone(), (report.run.clone(), now));
         }
+        self.held.remove(&name);
         self.pending
             .push(Change::Host(name.clone(), Some(host_report(&report))));
         self.reports.insert(name, report);
         true
     }
 
+    /// When the first held report is due.
+    pub fn held_until(&self) -> Option<Instant> {
+        self.held.values().map(|(_, until)| *until).min()
+    }
+
+    /// Takes in the held reports that are due at `now`; true when any was.
+    pub fn release_held(&mut self, now: Instant) -> bool {
+        let due: Vec<String> = self
+            .held
+            .iter()
+            .filter(|(_, (_, until))| *until <= now)
+            .map(|(n, _)| n.clone())
+            .collect();
+        let mut changed = false;
+        for name in due {
+            if let Some((report, _)) = self.held.remove(&name) {
+                tracing::info!(node = %name, "a held report is due: taking it in");
+                // Its run counts from long enough ago that it is taken now.
+                self.runs.insert(name.clone(), (report.run.clone(), now));
+                self.pending
+                    .push(Change::Host(name.clone(), Some(host_report(&report))));
+                self.reports.insert(name, report);
+                changed = true;
+            }
+        }
+        changed
+    }
+
     /// Forgets a node's report; false when there was none.
     pub fn remove_node(&mut self, name: &str) -> bool {
+        self.held.remove(name);
+        self.runs.remove(name);
         if self.reports.remove(name).is_none() {
             return false;
         }
@@ -181,6 +250,9 @@ mod tests {
             generation,
             nics: nics.iter().map(|n| (*n).to_owned()).collect(),
             table: Err("none".into()),
+            run: None,
+            neighbours: 0,
+            max_ttl: 0,
         }
     }
 
@@ -227,6 +299,47 @@ mod tests {
             inputs.unusable().into_iter().collect::<Vec<_>>(),
             [("NodeFabric/h2".to_owned(), "none".to_owned())]
         );
+    }
+
+    /// A restarted agent's first reports show fewer neighbours: held until the last report's
+    /// neighbours would have aged out, or until the run shows as many again; an agent that
+    /// keeps running (same run) is believed at once, and so is a run with nothing to lose.
+    #[test]
+    fn a_restarted_agents_thinner_report_is_held_for_its_ttl() {
+        let t0 = Instant::now();
+        let with = |generation: i64, run: &str, neighbours: usize| NodeReport {
+            run: Some(run.into()),
+            neighbours,
+            max_ttl: 120,
+            ..report("u1", generation, &["a", "b"])
+        };
+        let mut inputs = Inputs::new(RailKey::NicName);
+        assert!(inputs.upsert_node_at("h1".into(), with(1, "run1", 2), t0));
+        inputs.take_changes();
+        // The same run losing a neighbour (a shutdown LLDPDU, a pulled cable): at once.
+        assert!(inputs.upsert_node_at("h1".into(), with(2, "run1", 1), t0));
+        assert!(inputs.upsert_node_at("h1".into(), with(3, "run1", 2), t0));
+        inputs.take_changes();
+        // A new run with one of two neighbours: held.
+        let t1 = t0 + Duration::from_secs(5);
+        assert!(!inputs.upsert_node_at("h1".into(), with(4, "run2", 1), t1));
+        assert!(inputs.take_changes().is_empty());
+        assert_eq!(inputs.held_until(), Some(t1 + Duration::from_secs(120)));
+        assert!(!inputs.release_held(t1 + Duration::from_secs(119)));
+        // The run hears its second leaf: taken in, nothing held.
+        assert!(inputs.upsert_node_at(
+            "h1".into(),
+            with(5, "run2", 2),
+            t1 + Duration::from_secs(1)
+        ));
+        assert_eq!(inputs.held_until(), None);
+        inputs.take_changes();
+        // Another restart that never hears its leaves again: taken in when the TTL is over.
+        let t2 = t1 + Duration::from_secs(10);
+        assert!(!inputs.upsert_node_at("h1".into(), with(6, "run3", 0), t2));
+        assert!(inputs.release_held(t2 + Duration::from_secs(120)));
+        assert_eq!(hosts(&inputs.take_changes()).len(), 1);
+        assert_eq!(inputs.reports()["h1"].generation, 6);
     }
 
     #[test]

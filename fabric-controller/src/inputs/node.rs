@@ -26,6 +26,12 @@ pub struct NodeReport {
     pub nics: Vec<String>,
     /// The neighbour table, or why it cannot be used.
     pub table: Result<HostTable, String>,
+    /// The agent run that published it (`spec.listeningSince`), when the agent says.
+    pub run: Option<String>,
+    /// Neighbours in the table.
+    pub neighbours: usize,
+    /// The longest TTL among them, in seconds: how long they would outlive a silent agent.
+    pub max_ttl: u16,
 }
 
 /// A host's neighbour table, reduced to what inference reads (topo-discovery's compact form).
@@ -37,6 +43,7 @@ impl NodeReport {
     pub fn from_object(nf: &NodeFabric) -> Option<(String, Self)> {
         let name = nf.metadata.name.clone()?;
         let nics: Vec<String> = nf.spec.nics.iter().map(|n| n.name.clone()).collect();
+        let (neighbours, max_ttl) = neighbour_summary(&nf.spec.lldp);
         let table = if nf.spec.node_name != name {
             Err(format!(
                 "spec.nodeName {:?} is not the object's name",
@@ -50,6 +57,9 @@ impl NodeReport {
             generation: nf.metadata.generation.unwrap_or(0),
             nics,
             table,
+            run: nf.spec.listening_since.clone(),
+            neighbours,
+            max_ttl,
         };
         Some((name, report))
     }
@@ -58,6 +68,14 @@ impl NodeReport {
     pub fn same_version(&self, other: &Self) -> bool {
         self.uid == other.uid && self.generation == other.generation
     }
+}
+
+/// How many neighbours `lldp` lists, and their longest TTL (0, 0 when it does not parse).
+fn neighbour_summary(lldp: &serde_json::Value) -> (usize, u16) {
+    NeighborTable::deserialize(lldp).map_or((0, 0), |t| {
+        let all = t.ports.iter().flat_map(|p| &p.neighbors);
+        (all.clone().count(), all.map(|n| n.ttl).max().unwrap_or(0))
+    })
 }
 
 impl HostTable {
