@@ -8,13 +8,15 @@
 //!   widened one tier at a time and recorded; [`explain`] says why a gang waits.
 //! - [`engine`]: reservations with timeouts, rank assignment, re-planning when a node goes
 //!   away or degrades.
-//! - [`spread`]: placement quality; [`sim`]: the simulator comparing policies.
+//! - [`spread`]: placement quality; [`floor`]: a proven floor under the best spread;
+//!   [`sim`]: the simulator comparing policies.
 
 pub mod annotations;
 mod capacity;
 pub mod cluster;
 pub mod engine;
 pub mod explain;
+pub mod floor;
 mod placer;
 pub mod plan;
 pub mod publish;
