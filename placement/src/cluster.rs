@@ -108,12 +108,14 @@ pub(crate) struct Node {
     pub(crate) reserved: u32,
     pub(crate) degraded: bool,
     pub(crate) unschedulable: bool,
+    /// Hidden from the plan being made (kube-scheduler found it infeasible for the gang).
+    pub(crate) excluded: bool,
 }
 
 impl Node {
     /// Units a new pod could take now.
     pub(crate) fn free(&self) -> u32 {
-        if self.degraded || self.unschedulable {
+        if self.degraded || self.unschedulable || self.excluded {
             0
         } else {
             self.allocatable
@@ -493,6 +495,7 @@ impl Cluster {
             reserved: 0,
             degraded: spec.degraded,
             unschedulable: spec.unschedulable,
+            excluded: false,
         };
         let id = match self.vacant.pop() {
             Some(i) => {
@@ -559,6 +562,24 @@ impl Cluster {
     /// Releases units of a pod that ended.
     pub fn sub_used(&mut self, id: NodeId, units: u32) {
         self.change(id, |n| n.used = n.used.saturating_sub(units));
+    }
+
+    /// Hides nodes from plans (`true`) or shows them again; returns the ids whose state
+    /// changed, to hand back to [`Cluster::set_excluded`] with `false`.
+    pub(crate) fn set_excluded(&mut self, ids: &[NodeId], excluded: bool) -> Vec<NodeId> {
+        let mut changed = Vec::new();
+        for id in ids {
+            if self.node(*id).is_some_and(|n| n.excluded != excluded) {
+                self.change(*id, |n| n.excluded = excluded);
+                changed.push(*id);
+            }
+        }
+        changed
+    }
+
+    /// One past the largest node id in use (ids are dense indices).
+    pub fn id_bound(&self) -> usize {
+        self.nodes.len()
     }
 
     pub(crate) fn reserve(&mut self, id: NodeId, units: u32) {

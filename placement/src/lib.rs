@@ -28,7 +28,8 @@ pub mod tier;
 
 pub use cluster::{Cluster, ClusterOptions, DomainId, NodeId, NodeSpec};
 pub use engine::{
-    AssignError, Assignment, Engine, EngineOptions, EngineStats, GangView, RankState,
+    AssignError, Assignment, Engine, EngineOptions, EngineStats, Feasible, GangView, HoldLimits,
+    RankState, Released,
 };
 pub use plan::{Fallback, Plan, PlanError, PlanOptions, plan};
 pub use request::{Dialect, GangId, GangRequest, Level, Mode, RequestError};

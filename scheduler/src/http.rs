@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -71,6 +71,10 @@ impl App {
         publisher: Arc<dyn Publisher>,
         options: ServerOptions,
     ) -> App {
+        // Gangs released outside any request (stranded past their grace) publish through it.
+        if let Ok(mut s) = state.lock() {
+            s.set_publisher(publisher.clone());
+        }
         App {
             state,
             publisher,
@@ -280,35 +284,53 @@ async fn filter(AxumState(app): AxumState<App>, body: Body) -> Response {
     let response = match (app.standby(), body) {
         (Some(refusal), _) => refusal,
         (None, Err(e)) => e.into_response(),
-        (None, Ok(body)) => filter_body(&app, &body),
+        (None, Ok(body)) => filter_body(&app, &body).await,
     };
     app.finish("filter", start, response)
 }
 
-/// Decides for the pod in `body`: the engine's decision, with one retry when kube-scheduler's
-/// own filters dropped the planned node.
-fn decide(app: &App, req: &Request<'_>) -> Result<(FilterDecision, Publication), Rejection> {
-    let mut state = app.lock()?;
-    let first = state.filter(&req.pod, app.now_ms());
-    Ok(match &first.0 {
-        // kube-scheduler's own filters dropped the planned node: place the rank again once,
-        // without that node, rather than wait for the reservation to expire.
-        FilterDecision::Only { node, .. } if !req.names.iter().any(|n| n == node) => {
-            publish(app, &req.pod, first.1);
-            state.refuse(&req.pod, app.now_ms())
-        }
-        _ => first,
-    })
+/// How long a filter request for a gang pod the pod watch has not shown yet waits for it
+/// (kube-scheduler's informer may see a new pod a moment before the extender's watch does).
+const WATCH_WAIT: Duration = Duration::from_millis(250);
+
+/// Longest reason written per node: a reason repeats once per candidate, so the answer stays
+/// within a constant of the candidates' size whatever a reason quotes (the whole reason goes
+/// to the pod's Event).
+pub const MAX_REASON_BYTES: usize = 256;
+
+/// `reason` cut to [`MAX_REASON_BYTES`] on a character boundary, marked when cut.
+fn per_node(reason: &str) -> Cow<'_, str> {
+    if reason.len() <= MAX_REASON_BYTES {
+        return Cow::Borrowed(reason);
+    }
+    let mut end = MAX_REASON_BYTES - '…'.len_utf8();
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &reason[..end]))
 }
 
-fn filter_body(app: &App, body: &Bytes) -> Response {
+/// The engine's decision for the pod in `req`, its candidates telling which nodes
+/// kube-scheduler's own filters allow.
+fn decide(app: &App, req: &Request<'_>) -> Result<(FilterDecision, Publication), Rejection> {
+    let mut state = app.lock()?;
+    Ok(state.filter(&req.pod, Some(&req.names), app.now_ms()))
+}
+
+async fn filter_body(app: &App, body: &Bytes) -> Response {
     let mut req = match request(body) {
         Ok(r) => r,
         Err(resp) => return resp.into_response(),
     };
-    let (decision, publication) = match decide(app, &req) {
-        Ok(d) => d,
-        Err(resp) => return resp.into_response(),
+    let waited_until = Instant::now() + WATCH_WAIT;
+    let (decision, publication) = loop {
+        match decide(app, &req) {
+            Ok((FilterDecision::NotSeen { .. }, _)) if Instant::now() < waited_until => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Ok(d) => break d,
+            Err(resp) => return resp.into_response(),
+        }
     };
     // Pods outside gangs keep off units reserved for planned gangs.
     let blocked = match decision {
@@ -320,10 +342,21 @@ fn filter_body(app: &App, body: &Bytes) -> Response {
     };
     publish(app, &req.pod, publication);
     let names = req.names.clone();
+    // Refusals list only the nodes the cluster view knows: a name it does not know is left
+    // out, which kube-scheduler reads as unresolvable, so no request can make the answer
+    // larger than the cluster's nodes times one bounded reason.
+    let known: Vec<bool> = match (&decision, app.lock()) {
+        (FilterDecision::PassThrough | FilterDecision::Only { .. }, _) => Vec::new(),
+        (_, Ok(state)) => {
+            let c = state.engine().cluster();
+            names.iter().map(|n| c.node_id(n).is_some()).collect()
+        }
+        (_, Err(resp)) => return resp.into_response(),
+    };
     let all = |reason| Failures {
         names: &names,
         except: None,
-        mask: None,
+        mask: Some(&known),
         reason,
     };
     let (response, counted) = match decision {
@@ -343,14 +376,12 @@ fn filter_body(app: &App, body: &Bytes) -> Response {
             };
             (response, Decision::PassThrough)
         }
-        FilterDecision::Only { node, others, .. } if names.iter().any(|n| *n == node) => {
-            let mut out = reply(&mut req, |_, n| n == node);
-            out.failed_and_unresolvable_nodes = Failures {
-                names: &names,
-                except: Some(node.as_str()),
-                mask: None,
-                reason: &others,
-            };
+        FilterDecision::Only { node, .. } if names.iter().any(|n| *n == node) => {
+            // The other candidates are left out unlisted: kube-scheduler counts a node an
+            // extender drops without a reason as UnschedulableAndUnresolvable (its default
+            // status for absent nodes), which keeps preemption off them as a listed reason
+            // would, at a fraction of the answer's size.
+            let out = reply(&mut req, |_, n| n == node);
             (json(&out), Decision::Placed)
         }
         FilterDecision::Only { node, rank, .. } => {
@@ -363,6 +394,7 @@ fn filter_body(app: &App, body: &Bytes) -> Response {
             (json(&out), Decision::PlannedNodeDropped)
         }
         FilterDecision::Reject { resolvable, reason } => {
+            let reason = per_node(&reason);
             let mut out = reply(&mut req, |_, _| false);
             if resolvable {
                 out.failed_nodes = all(&reason);
@@ -375,6 +407,18 @@ fn filter_body(app: &App, body: &Bytes) -> Response {
                 Decision::Unschedulable
             };
             (json(&out), counted)
+        }
+        FilterDecision::NotSeen { reason } => {
+            let reason = per_node(&reason);
+            let mut out = reply(&mut req, |_, _| false);
+            out.failed_nodes = all(&reason);
+            (json(&out), Decision::NotSeen)
+        }
+        FilterDecision::OverLimit { reason } => {
+            let reason = per_node(&reason);
+            let mut out = reply(&mut req, |_, _| false);
+            out.failed_nodes = all(&reason);
+            (json(&out), Decision::OverLimit)
         }
     };
     app.metrics.decision(counted);
@@ -468,6 +512,8 @@ async fn metrics_text(AxumState(app): AxumState<App>) -> Response {
             nodes: s.engine().cluster().node_count(),
             unusable_nodes: s.unusable_nodes(),
             engine: s.engine().stats(),
+            held_ranks_limit: s.engine().limits().max_held_ranks,
+            released_gangs: s.released_gangs(),
             leader: app.is_leader(),
         },
         Err(_) => {
