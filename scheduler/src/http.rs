@@ -26,13 +26,14 @@ use axum::routing::{get, post};
 use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use crate::metrics::{self, Decision, Metrics, Snapshot};
 use crate::publish::Publisher;
 use crate::state::{FilterDecision, Publication, State};
 use crate::wire::{
-    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, Failures, FilterReply,
-    HostPriorityRef, NodeListRef, node_name,
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, Failures, FilterReply, NameList,
+    NodeListRef, host_priorities, names, node_name,
 };
 
 /// Server settings.
@@ -196,6 +197,8 @@ fn parse<'a, T: Deserialize<'a>>(body: &'a [u8], what: &str) -> Result<T, Reject
 struct Request<'a> {
     pod: Pod,
     names: Vec<Cow<'a, str>>,
+    /// `NodeNames` as sent, to echo when every candidate passes.
+    raw_names: Option<&'a RawValue>,
     nodes: Option<NodeListRef<'a>>,
 }
 
@@ -209,9 +212,10 @@ fn request(body: &Bytes) -> Result<Request<'_>, Rejection> {
         .pod
         .ok_or_else(|| bad("invalid ExtenderArgs: Pod is missing"))?;
     match (args.node_names, args.nodes) {
-        (Some(names), _) => Ok(Request {
+        (Some(raw), _) => Ok(Request {
             pod,
-            names,
+            names: names(raw).map_err(|e| bad(&format!("invalid ExtenderArgs: NodeNames: {e}")))?,
+            raw_names: Some(raw),
             nodes: None,
         }),
         (None, Some(list)) => {
@@ -224,6 +228,7 @@ fn request(body: &Bytes) -> Result<Request<'_>, Rejection> {
             Ok(Request {
                 pod,
                 names,
+                raw_names: None,
                 nodes: Some(list),
             })
         }
@@ -263,14 +268,17 @@ fn reply<'a>(req: &'a mut Request<'_>, pass: impl Fn(usize, &str) -> bool) -> Fi
             out.nodes = Some(list);
         }
         None => {
-            out.node_names = Some(
-                req.names
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, n)| pass(*i, n))
-                    .map(|(_, n)| n.as_ref())
-                    .collect(),
-            )
+            let kept: Vec<&str> = req
+                .names
+                .iter()
+                .enumerate()
+                .filter(|(i, n)| pass(*i, n))
+                .map(|(_, n)| n.as_ref())
+                .collect();
+            out.node_names = Some(match req.raw_names {
+                Some(raw) if kept.len() == req.names.len() => NameList::Echo(raw),
+                _ => NameList::Kept(kept),
+            });
         }
     }
     out
@@ -444,13 +452,12 @@ fn prioritize_body(app: &App, body: &Bytes) -> Response {
         Ok(mut state) => state.prioritize(&req.pod, &req.names, app.now_ms()),
         Err(resp) => return resp.into_response(),
     };
-    let list: Vec<HostPriorityRef<'_>> = req
-        .names
-        .iter()
-        .zip(scores)
-        .map(|(host, score)| HostPriorityRef { host, score })
-        .collect();
-    json(&list)
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        host_priorities(&req.names, &scores),
+    )
+        .into_response()
 }
 
 async fn bind(AxumState(app): AxumState<App>, body: Body) -> Response {

@@ -632,8 +632,8 @@ impl State {
             return vec![0; candidates.len()];
         }
         let c = self.engine.cluster();
-        // One score per leaf, however many of its nodes are candidates.
-        let mut by_leaf: FxHashMap<u32, i64> = FxHashMap::default();
+        // One score per leaf, however many of its nodes are candidates (domain ids are dense).
+        let mut by_leaf: Vec<Option<i64>> = vec![None; c.domain_count()];
         candidates
             .iter()
             .map(|name| {
@@ -641,7 +641,8 @@ impl State {
                     return 0;
                 };
                 let leaf = c.ancestor(id, 1);
-                *by_leaf.entry(leaf.0).or_insert_with(|| {
+                let slot = &mut by_leaf[leaf.0 as usize];
+                *slot.get_or_insert_with(|| {
                     let alloc = c.domain_allocatable_units(leaf);
                     if alloc == 0 {
                         return 0;
