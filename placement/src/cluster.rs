@@ -149,6 +149,8 @@ pub struct Cluster {
     domains: Vec<Domain>,
     by_parent_value: FxHashMap<(DomainId, String), DomainId>,
     generation: u64,
+    /// Changes only when a node is added or removed: names map to the same ids until then.
+    names_epoch: u64,
     /// How many nodes carry labels down to each depth: the cluster's depth follows the deepest
     /// one present, also when the last node labelled that deep loses the label.
     depths: std::collections::BTreeMap<u8, u32>,
@@ -178,6 +180,7 @@ impl Cluster {
             domains: vec![root_domain(1)],
             by_parent_value: FxHashMap::default(),
             generation: 0,
+            names_epoch: 0,
             depths: std::collections::BTreeMap::new(),
         }
     }
@@ -221,6 +224,12 @@ impl Cluster {
     /// Changes on every update; lets callers cache derived data.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Changes when a node is added or removed (not on other updates): node names resolve to
+    /// the same ids while it stays.
+    pub fn names_epoch(&self) -> u64 {
+        self.names_epoch
     }
 
     /// Label options in use.
@@ -508,6 +517,7 @@ impl Cluster {
             }
         };
         self.by_name.insert(spec.name, id);
+        self.names_epoch += 1;
         self.count_depth(depth, true);
         if self.wanted_depth() != self.depth {
             self.rebuild(self.wanted_depth());
@@ -521,6 +531,7 @@ impl Cluster {
     pub fn remove(&mut self, name: &str) -> Option<NodeId> {
         let id = self.by_name.remove(name)?;
         self.generation += 1;
+        self.names_epoch += 1;
         self.detach(id);
         let depth = self.node(id).map_or(0, |n| n.tier_values.len() as u8);
         self.count_depth(depth, false);

@@ -77,6 +77,17 @@ impl Feasible {
         Feasible { mask }
     }
 
+    /// The candidates given as ids.
+    pub fn from_ids(cluster: &Cluster, ids: impl IntoIterator<Item = NodeId>) -> Feasible {
+        let mut mask = vec![false; cluster.id_bound()];
+        for id in ids {
+            if let Some(m) = mask.get_mut(id.0 as usize) {
+                *m = true;
+            }
+        }
+        Feasible { mask }
+    }
+
     /// Whether `node` was a candidate.
     pub fn contains(&self, node: NodeId) -> bool {
         self.mask.get(node.0 as usize).copied().unwrap_or(false)

@@ -322,7 +322,8 @@ fn per_node(reason: &str) -> Cow<'_, str> {
 /// kube-scheduler's own filters allow.
 fn decide(app: &App, req: &Request<'_>) -> Result<(FilterDecision, Publication), Rejection> {
     let mut state = app.lock()?;
-    Ok(state.filter(&req.pod, Some(&req.names), app.now_ms()))
+    let candidates = state.candidates(req.raw_names.map(RawValue::get), &req.names);
+    Ok(state.filter(&req.pod, Some(&candidates), app.now_ms()))
 }
 
 async fn filter_body(app: &App, body: &Bytes) -> Response {
@@ -343,7 +344,10 @@ async fn filter_body(app: &App, body: &Bytes) -> Response {
     // Pods outside gangs keep off units reserved for planned gangs.
     let blocked = match decision {
         FilterDecision::PassThrough => match app.lock() {
-            Ok(state) => state.blocked_by_reservations(&req.pod, &req.names),
+            Ok(mut state) => {
+                let candidates = state.candidates(req.raw_names.map(RawValue::get), &req.names);
+                state.blocked_by_reservations(&req.pod, &candidates)
+            }
             Err(resp) => return resp.into_response(),
         },
         _ => None,
@@ -449,7 +453,10 @@ fn prioritize_body(app: &App, body: &Bytes) -> Response {
         Err(resp) => return resp.into_response(),
     };
     let scores = match app.lock() {
-        Ok(mut state) => state.prioritize(&req.pod, &req.names, app.now_ms()),
+        Ok(mut state) => {
+            let candidates = state.candidates(req.raw_names.map(RawValue::get), &req.names);
+            state.prioritize(&req.pod, &candidates, app.now_ms())
+        }
         Err(resp) => return resp.into_response(),
     };
     (

@@ -28,6 +28,12 @@ pub trait Publisher: Send + Sync + 'static {
     ) -> BindFuture<'a>;
 }
 
+impl std::fmt::Debug for dyn Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Publisher")
+    }
+}
+
 /// One recorded side effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {

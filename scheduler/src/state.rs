@@ -14,7 +14,7 @@ use spinel_api::scheduling as keys;
 use spinel_placement::annotations::{ParseOptions, PodGroupPolicy, PodMeta, parse_gang, pod_index};
 use spinel_placement::{
     AssignError, Assignment, Cluster, ClusterOptions, Engine, EngineOptions, Feasible, GangId,
-    GangRequest, PlanError, Released, publish,
+    GangRequest, NodeId, PlanError, Released, publish,
 };
 
 use crate::objects::{bound_node, is_terminal, node_spec, pod_group_policy, pod_meta, pod_units};
@@ -168,6 +168,29 @@ struct PodRecord {
     meta: Option<Box<SchedMeta>>,
 }
 
+/// A request's candidate nodes resolved to the cluster view's ids, position by position
+/// (`None`: a name the view does not know).
+#[derive(Debug, Clone)]
+pub struct Candidates {
+    ids: Arc<[Option<NodeId>]>,
+}
+
+impl Candidates {
+    /// The ids, in the request's order.
+    pub fn ids(&self) -> &[Option<NodeId>] {
+        &self.ids
+    }
+}
+
+/// The last candidate list resolved: kube-scheduler sends the same list, in the same order,
+/// for pod after pod, so comparing its bytes spares a name lookup per node.
+#[derive(Debug, Default)]
+struct CandidateCache {
+    raw: Vec<u8>,
+    epoch: u64,
+    ids: Option<Arc<[Option<NodeId>]>>,
+}
+
 /// A gang request and the pod's launcher index, if it has one.
 type IndexedRequest = (GangRequest, Option<u32>);
 
@@ -204,12 +227,7 @@ pub struct State {
     publisher: Option<Arc<dyn Publisher>>,
     /// Gangs released whole since the start.
     released: u64,
-}
-
-impl std::fmt::Debug for dyn Publisher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Publisher")
-    }
+    candidates: CandidateCache,
 }
 
 fn published_rank(pod: &Pod) -> Option<u32> {
@@ -240,7 +258,30 @@ impl State {
             members: FxHashMap::default(),
             publisher: None,
             released: 0,
+            candidates: CandidateCache::default(),
         }
+    }
+
+    /// Resolves a request's candidate names; `raw` is the `NodeNames` array as sent, when
+    /// there is one, to reuse the last resolution of the same list.
+    pub fn candidates<S: AsRef<str>>(&mut self, raw: Option<&str>, names: &[S]) -> Candidates {
+        let epoch = self.engine.cluster().names_epoch();
+        let cache = &mut self.candidates;
+        if let (Some(raw), Some(ids)) = (raw, &cache.ids)
+            && cache.epoch == epoch
+            && cache.raw == raw.as_bytes()
+        {
+            return Candidates { ids: ids.clone() };
+        }
+        let c = self.engine.cluster();
+        let ids: Arc<[Option<NodeId>]> = names.iter().map(|n| c.node_id(n.as_ref())).collect();
+        if let Some(raw) = raw {
+            cache.raw.clear();
+            cache.raw.extend_from_slice(raw.as_bytes());
+            cache.epoch = epoch;
+            cache.ids = Some(ids.clone());
+        }
+        Candidates { ids }
     }
 
     /// Where side effects decided outside a request go (the extender's publisher).
@@ -388,10 +429,10 @@ impl State {
     /// A gang pod is decided only when the pod watch has shown a pod with the request's UID,
     /// name and namespace, unbound; its request is read from what the watch showed, not from
     /// the request body, so a request can neither invent a gang nor change one.
-    pub fn filter<S: AsRef<str>>(
+    pub fn filter(
         &mut self,
         pod: &Pod,
-        candidates: Option<&[S]>,
+        candidates: Option<&Candidates>,
         now_ms: u64,
     ) -> (FilterDecision, Publication) {
         let watched = self.watched(pod).map(|(r, uid)| {
@@ -430,7 +471,8 @@ impl State {
         // Known as the gang's before any outcome, so its deletion always reaches the engine.
         self.pods.entry(uid.clone()).or_default().gang = Some(request.gang.clone());
         self.take_back_running(&request, &uid);
-        let feasible = candidates.map(|c| Feasible::from_names(self.engine.cluster(), c));
+        let feasible = candidates
+            .map(|c| Feasible::from_ids(self.engine.cluster(), c.ids.iter().flatten().copied()));
         match self
             .engine
             .assign(&request, &uid, index, now_ms, feasible.as_ref())
@@ -594,11 +636,7 @@ impl State {
 
     /// For a pod outside any gang that needs the scheduled resource: which candidates have too
     /// few units left once gang reservations are held (`None`: every candidate is fine).
-    pub fn blocked_by_reservations<S: AsRef<str>>(
-        &self,
-        pod: &Pod,
-        candidates: &[S],
-    ) -> Option<Vec<bool>> {
+    pub fn blocked_by_reservations(&self, pod: &Pod, candidates: &Candidates) -> Option<Vec<bool>> {
         let units = pod_units(pod, &self.config.parse.resource).ok()?;
         let units = u32::try_from(units).unwrap_or(u32::MAX);
         if units == 0 || self.engine.gang_ids().next().is_none() {
@@ -606,38 +644,34 @@ impl State {
         }
         let c = self.engine.cluster();
         let mask: Vec<bool> = candidates
+            .ids
             .iter()
-            .map(|name| {
-                c.node_id(name.as_ref())
-                    .is_some_and(|id| c.reserved(id) > 0 && c.free(id) < units)
-            })
+            .map(|id| id.is_some_and(|id| c.reserved(id) > 0 && c.free(id) < units))
             .collect();
         mask.contains(&true).then_some(mask)
     }
 
     /// Scores for the prioritize verb, 0..=10, one per candidate.
-    pub fn prioritize<S: AsRef<str>>(
-        &mut self,
-        pod: &Pod,
-        candidates: &[S],
-        now_ms: u64,
-    ) -> Vec<i64> {
-        if let (FilterDecision::Only { node, .. }, _) = self.filter(pod, None::<&[&str]>, now_ms) {
+    pub fn prioritize(&mut self, pod: &Pod, candidates: &Candidates, now_ms: u64) -> Vec<i64> {
+        if let (FilterDecision::Only { node, .. }, _) = self.filter(pod, None, now_ms) {
+            let planned = self.engine.cluster().node_id(&node);
             return candidates
+                .ids
                 .iter()
-                .map(|c| if c.as_ref() == node { 10 } else { 0 })
+                .map(|c| if c.is_some() && *c == planned { 10 } else { 0 })
                 .collect();
         }
         if !self.config.binpack_non_gang {
-            return vec![0; candidates.len()];
+            return vec![0; candidates.ids.len()];
         }
         let c = self.engine.cluster();
         // One score per leaf, however many of its nodes are candidates (domain ids are dense).
         let mut by_leaf: Vec<Option<i64>> = vec![None; c.domain_count()];
         candidates
+            .ids
             .iter()
-            .map(|name| {
-                let Some(id) = c.node_id(name.as_ref()) else {
+            .map(|id| {
+                let Some(id) = *id else {
                     return 0;
                 };
                 let leaf = c.ancestor(id, 1);

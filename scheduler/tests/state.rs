@@ -38,7 +38,7 @@ fn gang_pod(rank: u32, node: Option<&str>) -> Pod {
 /// pods it watches), without kube-scheduler's candidates.
 fn seen(s: &mut State, pod: &Pod, now: u64) -> (FilterDecision, Publication) {
     s.apply_pod(pod, now);
-    s.filter(pod, None::<&[&str]>, now)
+    s.filter(pod, None, now)
 }
 
 fn totals(s: &State) -> (u32, u32) {
@@ -231,6 +231,7 @@ fn rank_zero_gets_the_list_again_when_a_rank_moves() {
         .filter_map(|n| n.metadata.name.clone())
         .filter(|n| *n != dropped)
         .collect();
+    let without = s.candidates(None, &without);
     let (d, p) = s.filter(&gang_pod(1, None), Some(&without), 2);
     let FilterDecision::Only { node: moved, .. } = d else {
         panic!("{d:?}")
@@ -309,4 +310,25 @@ fn a_pod_naming_an_upstream_pod_group_gets_its_size_from_it() {
         ),
         "{d:?}"
     );
+}
+
+// The candidate list kube-scheduler repeats is resolved once; a node added or removed (names
+// may then map to other ids) resolves it again.
+#[test]
+fn a_repeated_candidate_list_is_resolved_once_until_the_nodes_change() {
+    let mut s = State::new(Config::default());
+    let all = nodes();
+    for n in &all[1..] {
+        s.apply_node(n, 0);
+    }
+    let names: Vec<String> = all.iter().filter_map(|n| n.metadata.name.clone()).collect();
+    let raw = serde_json::to_string(&names).unwrap();
+    let a = s.candidates(Some(&raw), &names);
+    let b = s.candidates(Some(&raw), &names);
+    assert!(std::ptr::eq(a.ids(), b.ids()), "resolved again");
+    assert_eq!(a.ids()[0], None, "{} is not in the view yet", names[0]);
+    s.apply_node(&all[0], 1);
+    let c = s.candidates(Some(&raw), &names);
+    assert!(c.ids()[0].is_some());
+    assert_eq!(c.ids()[1..], a.ids()[1..]);
 }

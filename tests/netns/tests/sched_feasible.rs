@@ -111,9 +111,8 @@ impl World {
     }
 }
 
-/// A clean cluster of `groups` leaf groups of `hosts` 8-GPU hosts; `edit` changes each Node
-/// before it is created (labels, taints).
-async fn fresh(ns: &str, groups: usize, hosts: usize, edit: impl Fn(&mut Node)) -> World {
+/// A clean cluster of `groups` leaf groups of `hosts` 8-GPU hosts under one spine domain.
+async fn fresh(ns: &str, groups: usize, hosts: usize) -> World {
     let admin = rig().cp.admin_client().await;
     delete_test_objects(&admin).await;
     let ext = &rig().replicas[0];
@@ -130,14 +129,7 @@ async fn fresh(ns: &str, groups: usize, hosts: usize, edit: impl Fn(&mut Node)) 
     })
     .await;
     let labelled = fabric_labels(small_fabric(groups, hosts, groups));
-    let nodes: Vec<Node> = labelled
-        .iter()
-        .map(|(n, l)| {
-            let mut node = gpu_node(n, l, 8);
-            edit(&mut node);
-            node
-        })
-        .collect();
+    let nodes: Vec<Node> = labelled.iter().map(|(n, l)| gpu_node(n, l, 8)).collect();
     create_ready_nodes(&admin, nodes, 8).await;
     let want = labelled.len() as f64;
     eventually("the extender sees the nodes", TIMEOUT, || async {
@@ -229,7 +221,7 @@ fn leaves_of<'a>(w: &'a World, bound: &BTreeMap<String, String>) -> BTreeSet<&'a
 #[tokio::test]
 async fn a_taint_the_engine_does_not_know_keeps_the_gang_off_its_leaf() {
     let _serial = SERIAL.lock().await;
-    let w = fresh("t-taint", 2, 5, |_| {}).await;
+    let w = fresh("t-taint", 2, 5).await;
     let leaves = w.by_leaf();
     let (best, other) = (
         &leaves.values().next().unwrap(),
@@ -255,7 +247,7 @@ async fn a_taint_the_engine_does_not_know_keeps_the_gang_off_its_leaf() {
 #[tokio::test]
 async fn node_affinity_the_engine_does_not_know_keeps_the_gang_off_its_leaf() {
     let _serial = SERIAL.lock().await;
-    let w = fresh("t-affinity", 2, 5, |_| {}).await;
+    let w = fresh("t-affinity", 2, 5).await;
     let leaves = w.by_leaf();
     let best = leaves.values().next().unwrap();
     let other = leaves.values().nth(1).unwrap();
@@ -363,7 +355,7 @@ async fn evicted_and_recreated(w: &World, gang: &str, size: u32, evicted: &[u32]
 /// planned for rank 3. The gang cannot complete there: it is released whole (Event, bound pods
 /// evicted) and binds whole in the other group.
 async fn lose_a_node_mid_gang(ns: &str, lose: impl AsyncFnOnce(&World, &str)) {
-    let w = fresh(ns, 2, 4, |_| {}).await;
+    let w = fresh(ns, 2, 4).await;
     let first = members("job", 4, 0..2);
     create_pods(&w.admin, &w.ns, first.clone()).await;
     let half = wait_bound(&w.admin, &w.ns, &names(&first), TIMEOUT).await;
@@ -426,7 +418,7 @@ async fn a_node_deleted_mid_gang_releases_and_replans_it() {
 #[tokio::test]
 async fn a_bound_pod_deleted_and_replaced_rejoins_its_group() {
     let _serial = SERIAL.lock().await;
-    let w = fresh("t-replace", 2, 4, |_| {}).await;
+    let w = fresh("t-replace", 2, 4).await;
     let pods = members("job", 4, 0..4);
     let all = names(&pods);
     create_pods(&w.admin, &w.ns, pods).await;
