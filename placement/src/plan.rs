@@ -138,6 +138,14 @@ pub fn plan(
     // choice wins ties.
     let mut best: Option<(Plan, usize)> = None;
     let mut first_fit: Option<(usize, (u32, u32))> = None;
+    // No tier choice can beat the floor over the whole cluster: a plan that reaches it ends
+    // the search.
+    let floor = {
+        let free = Capacity::compute(cluster, &shape, Basis::Free);
+        let whole = Placer::new(cluster, &shape, free.clone());
+        let (max, total, _) = score_floor(cluster, request, &shape, &whole, &free, cluster.root());
+        (max, total)
+    };
     for (i, tiers) in choices.iter().enumerate() {
         let shape = Shape::new(cluster, request, tiers);
         let cap = Capacity::compute(cluster, &shape, Basis::Free);
@@ -168,7 +176,7 @@ pub fn plan(
                 i,
             ));
         }
-        if score == (0, 0) {
+        if score <= floor {
             break;
         }
     }
@@ -237,19 +245,26 @@ fn fallbacks(
 
 type Score = (u32, u32, u64);
 
-/// The fewest tier-`tier` domains under `d` whose free slots add up to `need` (all of them
-/// when even they do not).
-fn fewest_holding(placer: &Placer<'_>, cap: &Capacity, d: DomainId, tier: u8, need: u64) -> u32 {
-    let mut slots: Vec<u64> = placer
+/// The fewest tier-`tier` domains under `d` whose free blocks of level `unit` (0: slots) add
+/// up to `need` (all of them when even they do not).
+fn fewest_holding(
+    placer: &Placer<'_>,
+    cap: &Capacity,
+    d: DomainId,
+    tier: u8,
+    need: u64,
+    unit: usize,
+) -> u32 {
+    let mut held_by: Vec<u64> = placer
         .descendants_at(d, tier)
         .into_iter()
-        .map(|c| cap.get(0, c))
+        .map(|c| cap.get(unit, c))
         .filter(|s| *s > 0)
         .collect();
-    slots.sort_unstable_by(|a, b| b.cmp(a));
+    held_by.sort_unstable_by(|a, b| b.cmp(a));
     let mut held = 0u64;
     let mut count = 0u32;
-    for s in slots {
+    for s in held_by {
         if held >= need {
             break;
         }
@@ -262,7 +277,9 @@ fn fewest_holding(placer: &Placer<'_>, cap: &Capacity, d: DomainId, tier: u8, ne
 /// A floor under the score of any placement of the gang inside `d`, proven as follows. The
 /// whole gang is one of the request's groups and encloses every other, so the largest spread
 /// is the gang's own: at each tier below `d`'s, it touches at least the fewest domains whose
-/// free slots hold all its slots (the largest first), and exactly one at `d`'s tier and above.
+/// free capacity holds it (the largest first), counted in blocks of the outermost level held
+/// within a leaf (a leaf holds no more of them than its capacity counts; slots when no level
+/// is), and exactly one at `d`'s tier and above.
 /// Every level whose groups are the whole gang adds that spread to the total again, and
 /// inner groups add at least 0. The free slots left in `d` are exact.
 pub(crate) fn score_floor(
@@ -273,9 +290,14 @@ pub(crate) fn score_floor(
     cap: &Capacity,
     d: DomainId,
 ) -> Score {
-    let need = u64::from(shape.gang_slots());
+    let unit = (1..=shape.levels())
+        .rev()
+        .find(|i| shape.tiers[i - 1] <= 1)
+        .unwrap_or(0);
+    let unit_slots = if unit == 0 { 1 } else { shape.r[unit - 1] };
+    let need = u64::from(shape.gang_slots() / unit_slots.max(1));
     let spread: u32 = (1..cluster.domain(d).tier)
-        .map(|t| fewest_holding(placer, cap, d, t, need) - 1)
+        .map(|t| fewest_holding(placer, cap, d, t, need, unit) - 1)
         .sum();
     let whole = request
         .levels
@@ -285,7 +307,7 @@ pub(crate) fn score_floor(
     (
         spread,
         spread * whole.max(1),
-        cap.get(0, d).saturating_sub(need),
+        cap.get(0, d).saturating_sub(u64::from(shape.gang_slots())),
     )
 }
 
