@@ -9,12 +9,16 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
 export CARGO_TERM_COLOR=never
+# A run builds once from scratch: incremental state would only cost disk (gigabytes) and time.
+export CARGO_INCREMENTAL=0
 echo "== rustfmt"
 cargo fmt --all -- --check
 # The Kubernetes tier's control plane is Go, in tests/ only; its build script finds Go or says
 # how to get it, and the Rust tests of that tier run the binary it builds.
 echo "== Kubernetes control plane (tests/k8s): build, gofmt, go vet"
 ./tests/k8s/build.sh
+echo "== Multus thin plugin from tests/peers/multus (the CNI chain's real peer)"
+./tests/k8s/build-multus.sh
 command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
 unformatted=$(gofmt -l tests/k8s)
 [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
@@ -39,6 +43,18 @@ echo "== clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== unit and netns tests"
 cargo test --workspace --locked
+echo "== nothing the tests started is left behind"
+# Every process a test starts names its sandbox (/run/spinel-test/...) on its command line;
+# the sandboxes kill them when dropped and the control planes exit with their test process.
+# Give those a few seconds, then fail naming whatever still runs or is still on disk.
+for _ in $(seq 50); do
+  left=$(pgrep -af /run/spinel-test || true)
+  [ -z "$left" ] && break
+  sleep 0.2
+done
+[ -z "$left" ] || { echo "processes the tests started are still running:" >&2; echo "$left" >&2; exit 1; }
+stale=$(find /run/spinel-test -mindepth 1 -maxdepth 1 2>/dev/null || true)
+[ -z "$stale" ] || { echo "sandboxes left behind:" >&2; echo "$stale" >&2; exit 1; }
 echo "== SONiC YANG validation of every rendered config_db.json"
 yang=tests/peers/sonic-yang
 "$yang/tools/selftest.sh" >/dev/null

@@ -24,7 +24,16 @@ pub const VERSION: &str = "v1alpha1";
 /// The name of the one [`Fabric`] object.
 pub const FABRIC_NAME: &str = "default";
 
-/// What one node reports about itself (written by its agent).
+/// Most RoCE NICs one report may name (GPU nodes have 8 to 16).
+pub const MAX_NICS: usize = 64;
+/// Most neighbours one NIC's port may list: lldpd's default table size, the agent's too.
+pub const MAX_NEIGHBORS_PER_PORT: usize = 32;
+/// Most health findings one report may carry.
+pub const MAX_HEALTH_FINDINGS: usize = 256;
+
+/// What one node reports about itself (written by its agent). The schema bounds what one
+/// report may hold, and a port in its LLDP table must be one of its NICs, so one node's
+/// report can only speak for that node's own cables.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "fabric.spinel.dev",
@@ -37,27 +46,41 @@ pub const FABRIC_NAME: &str = "default";
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "!has(self.lldp.ports) || self.lldp.ports.all(p, self.nics.exists(n, n.name == p.port))",
+    "message": "every port of the LLDP table must be one of the node's RoCE NICs"
+}]))]
 pub struct NodeFabricSpec {
     /// The node; equal to `metadata.name`.
+    #[schemars(length(max = 253))]
     pub node_name: String,
     /// The agent's version.
     #[serde(default)]
+    #[schemars(length(max = 64))]
     pub agent_version: String,
     /// The node's RoCE NICs.
     #[serde(default)]
+    #[schemars(length(max = MAX_NICS))]
     pub nics: Vec<NicReport>,
     /// The node's LLDP neighbour table in the stable `spinel.dev/neighbors/v1` schema (the
     /// one `spinelctl lldp listen --json` prints and `spinelctl topo infer` reads), without
     /// ages and counters, so it changes only when the cabling does. The controller parses it
     /// strictly and reports a node whose table does not parse.
-    #[schemars(schema_with = "any_object")]
+    #[schemars(schema_with = "neighbor_table")]
     pub lldp: serde_json::Value,
+    /// When this agent run began listening for LLDP (RFC 3339), naming the run: the controller
+    /// holds a new run's report that shows fewer neighbours than the last one until the last
+    /// one's neighbours would have aged out, so a restarted agent never strips its node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub listening_since: Option<String>,
     /// LLDP frames ignored since the agent started because they came from one of the node's
     /// own MACs (a pod cannot tell the node where it is cabled).
     #[serde(default)]
     pub lldp_frames_ignored: u64,
     /// Health findings, one per NIC and problem (empty when healthy).
     #[serde(default)]
+    #[schemars(length(max = MAX_HEALTH_FINDINGS))]
     pub health: Vec<HealthFinding>,
 }
 
@@ -66,6 +89,7 @@ pub struct NodeFabricSpec {
 #[serde(rename_all = "camelCase")]
 pub struct NicReport {
     /// The netdev.
+    #[schemars(length(max = 15))]
     pub name: String,
     /// Its PCI address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,11 +208,32 @@ pub struct FabricStatus {
     pub computed_by: String,
 }
 
-/// The schema of a JSON object whose fields the API server keeps as they are.
-fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+/// The neighbour table's schema: the fields are kept as they are (the controller parses them
+/// strictly), but its size is bounded: at most [`MAX_NICS`] ports, each a NIC name, with at
+/// most [`MAX_NEIGHBORS_PER_PORT`] neighbours.
+fn neighbor_table(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "object",
-        "x-kubernetes-preserve-unknown-fields": true
+        "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {
+            "ports": {
+                "type": "array",
+                "maxItems": MAX_NICS,
+                "items": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true,
+                    "required": ["port"],
+                    "properties": {
+                        "port": {"type": "string", "maxLength": 15},
+                        "neighbors": {
+                            "type": "array",
+                            "maxItems": MAX_NEIGHBORS_PER_PORT,
+                            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                        }
+                    }
+                }
+            }
+        }
     })
 }
 
@@ -239,5 +284,10 @@ mod tests {
         let lldp = &schema["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
             ["properties"]["lldp"];
         assert_eq!(lldp["x-kubernetes-preserve-unknown-fields"], true, "{lldp}");
+        assert_eq!(lldp["properties"]["ports"]["maxItems"], MAX_NICS, "{lldp}");
+        assert_eq!(
+            lldp["properties"]["ports"]["items"]["properties"]["neighbors"]["maxItems"],
+            MAX_NEIGHBORS_PER_PORT
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Component, Path};
 
 use hostnet::sriov::{PciAddress, SriovError, Sysfs, VirtualFunction};
 use serde::Deserialize;
@@ -70,7 +70,7 @@ pub fn requested(
 ) -> Result<DeviceRequest, CniError> {
     let rc = conf.runtime_config.as_ref();
     // Typed sources were validated when the configuration was parsed.
-    let mut named: Vec<(&str, PciAddress)> = [
+    let mut named: Vec<(&'static str, PciAddress)> = [
         (
             "runtimeConfig.deviceID",
             rc.and_then(|r| r.device_id.clone()),
@@ -85,39 +85,34 @@ pub fn requested(
     .into_iter()
     .filter_map(|(field, pci)| pci.map(|p| (field, p)))
     .collect();
-    let mut push = |field: &'static str, value: Option<&str>| -> Result<(), CniError> {
-        if let Some(v) = value {
-            let pci = v.parse().map_err(|e| invalid(format!("{field}: {e}")))?;
-            named.push((field, pci));
-        }
-        Ok(())
-    };
     if conf.args.is_none() {
-        push("CNI_ARGS DEVICE_ID", args.get("DEVICE_ID"))?;
+        push_text(&mut named, "CNI_ARGS DEVICE_ID", args.get("DEVICE_ID"))?;
     }
-    let mut rdma_devices = Vec::new();
-    if let Some(file) = rc.and_then(|r| r.device_info_file.as_deref()) {
-        let info = read_device_info(file, &settings.device_info_dir)?;
-        if let Some(pci) = info.pci.as_ref().and_then(|p| p.pci_address.as_deref()) {
-            push("runtimeConfig.CNIDeviceInfoFile", Some(pci))?;
-        }
-        rdma_devices = info
-            .pci
-            .and_then(|p| p.rdma_device)
-            .map(|s| {
-                s.split(',')
-                    .map(str::trim)
-                    .filter(|d| !d.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
-    }
-
     let pf_vf = match (&conf.pf_name, conf.vf_index) {
         (Some(pf), Some(index)) => Some((pf.clone(), index)),
         _ => None,
     };
+    let mut rdma_devices = Vec::new();
+    if let Some(file) = rc.and_then(|r| r.device_info_file.as_deref()) {
+        match read_device_info(file, &settings.device_info_dir)? {
+            Some(info) => {
+                if let Some(pci) = info.pci.as_ref().and_then(|p| p.pci_address.as_deref()) {
+                    push_text(&mut named, "runtimeConfig.CNIDeviceInfoFile", Some(pci))?;
+                }
+                rdma_devices = rdma_device_names(info);
+            }
+            // Multus passes a path whether or not the device plugin wrote a file there.
+            None if !named.is_empty() || pf_vf.is_some() => tracing::warn!(
+                "runtimeConfig.CNIDeviceInfoFile: {file:?} does not exist (the device plugin wrote none); the VF comes from the configuration"
+            ),
+            None => {
+                return Err(invalid(format!(
+                    "runtimeConfig.CNIDeviceInfoFile: {file:?} does not exist and nothing else names the VF (deviceID, pfName/vfIndex)"
+                )));
+            }
+        }
+    }
+
     match (named.first(), pf_vf) {
         (Some(_), Some(_)) => Err(invalid(format!(
             "pfName/vfIndex and {} both name a VF; use one",
@@ -147,6 +142,81 @@ pub fn requested(
     }
 }
 
+/// Adds a PCI address given as text to the sources that name a VF.
+fn push_text(
+    named: &mut Vec<(&'static str, PciAddress)>,
+    field: &'static str,
+    value: Option<&str>,
+) -> Result<(), CniError> {
+    if let Some(v) = value {
+        let pci = v.parse().map_err(|e| invalid(format!("{field}: {e}")))?;
+        named.push((field, pci));
+    }
+    Ok(())
+}
+
+/// The RDMA devices a device-info file names (comma-separated).
+fn rdma_device_names(info: DeviceInfo) -> Vec<String> {
+    info.pci
+        .and_then(|p| p.rdma_device)
+        .map(|s| {
+            s.split(',')
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Writes the device-info file Multus passed when nobody wrote one (no device plugin file to
+/// copy): Multus reads it back into the pod's `network-status` annotation, and removes it on
+/// DEL. Best effort: a file that cannot be written costs the annotation its `device-info`,
+/// not the attachment.
+pub fn publish_device_info(
+    conf: &NetConf,
+    settings: &Settings,
+    pci: &PciAddress,
+    rdma_devices: &[String],
+) {
+    let Some(file) = conf
+        .runtime_config
+        .as_ref()
+        .and_then(|r| r.device_info_file.as_deref())
+    else {
+        return;
+    };
+    // Only a path `read_device_info` found free and inside the directory gets written.
+    match read_device_info(file, &settings.device_info_dir) {
+        Ok(None) => {}
+        Ok(Some(_)) => return,
+        Err(e) => {
+            tracing::warn!("device-info file not written: {e}");
+            return;
+        }
+    }
+    let path = Path::new(file);
+    let parent_inside = path
+        .parent()
+        .and_then(|p| fs::canonicalize(p).ok())
+        .zip(fs::canonicalize(&settings.device_info_dir).ok())
+        .is_some_and(|(parent, base)| parent.starts_with(base));
+    if !parent_inside {
+        tracing::warn!(
+            "device-info file {file:?} not written: its directory is not under the device-info directory"
+        );
+        return;
+    }
+    let mut pci_section = serde_json::json!({"pci-address": pci.to_string()});
+    if !rdma_devices.is_empty() {
+        pci_section["rdma-device"] = rdma_devices.join(",").into();
+    }
+    let info = serde_json::json!({"type": "pci", "version": "1.1.0", "pci": pci_section});
+    if let Err(e) = crate::journal::write_json(path, &info) {
+        tracing::warn!("device-info file {file:?} not written: {e}");
+    }
+}
+
 /// Looks the requested VF up in sysfs.
 pub fn lookup(request: &DeviceRequest, sysfs: &Sysfs) -> Result<VirtualFunction, CniError> {
     let found = match &request.target {
@@ -166,24 +236,37 @@ pub fn lookup(request: &DeviceRequest, sysfs: &Sysfs) -> Result<VirtualFunction,
     })
 }
 
-/// Reads a device-info file, which must be a regular file under `allowed_dir`.
-fn read_device_info(file: &str, allowed_dir: &Path) -> Result<DeviceInfo, CniError> {
+/// Reads a device-info file, which must be a regular file under `allowed_dir`; `None` when
+/// no file is at a path that lies under it.
+fn read_device_info(file: &str, allowed_dir: &Path) -> Result<Option<DeviceInfo>, CniError> {
     let field = "runtimeConfig.CNIDeviceInfoFile";
     let path = Path::new(file);
-    if !path.is_absolute() {
+    if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
         return Err(invalid(format!(
-            "{field}: {file:?} must be an absolute path"
+            "{field}: {file:?} must be an absolute path without '..'"
         )));
     }
-    // Resolve symlinks and `..` before checking the location, so nothing outside escapes.
-    let real = fs::canonicalize(path)
-        .map_err(|e| invalid(format!("{field}: cannot open {file:?}: {e}")))?;
     let base = fs::canonicalize(allowed_dir).unwrap_or_else(|_| allowed_dir.to_owned());
-    if !real.starts_with(&base) {
-        return Err(invalid(format!(
+    let outside = || {
+        invalid(format!(
             "{field}: {file:?} is outside the device-info directory {}",
             base.display()
-        )));
+        ))
+    };
+    // Resolve symlinks before checking the location, so nothing outside escapes.
+    let real = match fs::canonicalize(path) {
+        Ok(real) => real,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return if path.starts_with(allowed_dir) || path.starts_with(&base) {
+                Ok(None)
+            } else {
+                Err(outside())
+            };
+        }
+        Err(e) => return Err(invalid(format!("{field}: cannot open {file:?}: {e}"))),
+    };
+    if !real.starts_with(&base) {
+        return Err(outside());
     }
     let meta = fs::metadata(&real).map_err(|e| invalid(format!("{field}: {e}")))?;
     if !meta.is_file() || meta.len() > MAX_DEVICE_INFO_BYTES {
@@ -203,7 +286,7 @@ fn read_device_info(file: &str, allowed_dir: &Path) -> Result<DeviceInfo, CniErr
             info.kind
         )));
     }
-    Ok(info)
+    Ok(Some(info))
 }
 
 #[cfg(test)]
@@ -288,9 +371,55 @@ mod tests {
             allowed.join("cni/link"),
             allowed.join("cni/../../secret"),
             allowed.join("cni/missing"),
+            dir.path().join("elsewhere/missing"),
         ] {
             let e = requested(&mk(&bad), &CniArgs::default(), &s).unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidConfig, "{bad:?}: {e}");
         }
+    }
+
+    /// Multus always passes a device-info path; the device plugin writes a file there only
+    /// sometimes. The deviceID in the same call then names the VF.
+    #[test]
+    fn a_missing_device_info_file_defers_to_device_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let allowed = dir.path().join("devinfo");
+        fs::create_dir_all(allowed.join("cni")).unwrap();
+        let s = settings(&allowed);
+        let with = |file: &Path, extra: &str| {
+            conf(&format!(
+                r#"{{"cniVersion":"1.0.0","name":"n","type":"spinel"{extra},"runtimeConfig":{{"CNIDeviceInfoFile":{:?}}}}}"#,
+                file.to_str().unwrap()
+            ))
+        };
+        let missing = allowed.join("cni/rail0-abc_net1");
+        let r = requested(
+            &with(&missing, r#","deviceID":"0000:3b:00.2""#),
+            &CniArgs::default(),
+            &s,
+        )
+        .unwrap();
+        assert_eq!(r.target, Target::Pci("0000:3b:00.2".parse().unwrap()));
+        // Missing and outside the directory: still refused.
+        let e = requested(
+            &with(&dir.path().join("x/y"), r#","deviceID":"0000:3b:00.2""#),
+            &CniArgs::default(),
+            &s,
+        )
+        .unwrap_err();
+        assert!(e.msg.contains("outside"), "{e}");
+        // A file that disagrees with deviceID stays an error.
+        fs::write(
+            &missing,
+            r#"{"type":"pci","pci":{"pci-address":"0000:3b:00.4"}}"#,
+        )
+        .unwrap();
+        let e = requested(
+            &with(&missing, r#","deviceID":"0000:3b:00.2""#),
+            &CniArgs::default(),
+            &s,
+        )
+        .unwrap_err();
+        assert!(e.msg.contains("different VFs"), "{e}");
     }
 }

@@ -70,36 +70,63 @@ pub fn run(
             success: true,
         };
     }
+    // DEL always finishes: a configuration that does not validate (a NAD edited since ADD, a
+    // field this build refuses) must not keep a sandbox from going away. DEL goes by the
+    // record, which holds the configuration ADD ran with.
     let config = match Config::parse(stdin) {
-        Ok(c) => c,
+        Ok(c) => Ok(c),
+        Err(e) if inv.command == Command::Del => {
+            tracing::warn!(
+                code = e.code.code(),
+                "DEL goes on without the configuration: {e}"
+            );
+            Err(e)
+        }
         Err(e) => return fail(e, answer_version),
     };
-    let version = config.version();
+    if let Ok(c) = &config
+        && c.conf.log_file.is_some()
+    {
+        tracing::warn!("logFile: ignored; spinel logs to stderr, which the runtime keeps");
+    }
+    let version = config.as_ref().map_or(answer_version, Config::version);
     let settings = match settings {
         Ok(s) => s,
         Err(e) => return fail(e, version),
     };
-    if matches!(inv.command, Command::Status | Command::Gc) && version < Version::V1_1_0 {
+    let since = match inv.command {
+        Command::Status | Command::Gc => Version::V1_1_0,
+        Command::Check => Version::V0_4_0,
+        _ => Version::V0_3_0,
+    };
+    if version < since {
         return fail(
             CniError::new(
                 ErrorCode::IncompatibleVersion,
                 format!(
-                    "{} needs cniVersion 1.1.0 or newer, the configuration says {version}",
+                    "{} needs cniVersion {since} or newer, the configuration says {version}",
                     inv.command.as_str()
                 ),
             ),
             version,
         );
     }
-    let span = tracing::info_span!("spinel", cmd = inv.command.as_str(), container = %inv.container_id, ifname = %inv.ifname);
+    // The fields an operator filters a node's CNI log by: the call, the attachment, the network.
+    let network = config.as_ref().map_or("", |c| c.conf.name.as_str());
+    let span = tracing::info_span!("spinel", cmd = inv.command.as_str(), container = %inv.container_id, ifname = %inv.ifname, network);
     let _enter = span.enter();
-    let result = match inv.command {
-        Command::Add => commands::add::run(&inv, &config, settings).map(Some),
-        Command::Del => commands::del::run(&inv, &config, settings).map(|()| None),
-        Command::Check => commands::check::run(&inv, &config, settings).map(|()| None),
-        Command::Status => commands::status::run(&inv, &config, settings).map(|()| None),
-        Command::Gc => commands::gc::run(&inv, &config, settings).map(|()| None),
-        Command::Version => unreachable_version(),
+    let result = match (inv.command, &config) {
+        (Command::Del, config) => {
+            commands::del::run(&inv, config.as_ref().ok(), stdin, settings).map(|()| None)
+        }
+        (_, Err(_)) => unreachable_config(),
+        (Command::Add, Ok(config)) => commands::add::run(&inv, config, settings).map(Some),
+        (Command::Check, Ok(config)) => commands::check::run(&inv, config, settings).map(|()| None),
+        (Command::Status, Ok(config)) => {
+            commands::status::run(&inv, config, settings).map(|()| None)
+        }
+        (Command::Gc, Ok(config)) => commands::gc::run(&inv, config, settings).map(|()| None),
+        (Command::Version, Ok(_)) => unreachable_version(),
     };
     match result {
         Ok(stdout) => Outcome {
@@ -108,6 +135,13 @@ pub fn run(
         },
         Err(e) => fail(e, version),
     }
+}
+
+fn unreachable_config() -> Result<Option<Value>, CniError> {
+    Err(CniError::new(
+        ErrorCode::InvalidConfig,
+        "only DEL runs without a valid configuration",
+    ))
 }
 
 fn unreachable_version() -> Result<Option<Value>, CniError> {

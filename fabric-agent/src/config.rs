@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use serde::Deserialize;
 use spinel_api::labels::{KeyMode, LabelOptions};
 use spinel_node::nics::NicSelection;
 use spinel_wire::lldp::TxTiming;
 
+use crate::config_error::{ConfigError, invalid};
 use crate::settings::{
     Duties, DutiesFile, DutyFlags, GarpFile, HealthFile, MetricsFile, RoutingFile,
 };
@@ -47,9 +47,6 @@ pub struct Flags {
     /// Also advertise this node over LLDP (system name = node name).
     #[arg(long)]
     pub lldp_transmit: bool,
-    /// Log format.
-    #[arg(long, value_enum, default_value = "json")]
-    pub log_format: LogFormat,
     /// Print the iproute2 equivalent of each host routing change instead of making it.
     #[arg(long)]
     pub dry_run_routes: bool,
@@ -59,18 +56,9 @@ pub struct Flags {
     /// Taint the node fabric.spinel.dev/degraded:NoSchedule while its RoCE fabric is unhealthy.
     #[arg(long)]
     pub taint_degraded: bool,
-    /// Log filter (tracing's syntax, e.g. `info` or `spinel_agent=debug`).
-    #[arg(long, env = "SPINEL_AGENT_LOG", default_value = "info")]
-    pub log: String,
-}
-
-/// How logs are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// One JSON object per line.
-    Json,
-    /// Human-readable.
-    Text,
+    /// Logging.
+    #[command(flatten)]
+    pub log: spinel_kube::logging::LogArgs,
 }
 
 /// The file.
@@ -128,56 +116,56 @@ pub struct AgentConfig {
 }
 
 /// Parses `--nics`.
-pub fn parse_nics(text: &str) -> anyhow::Result<NicSelection> {
+pub fn parse_nics(text: &str) -> Result<NicSelection, ConfigError> {
     let text = text.trim();
     if text == "auto" {
         return Ok(NicSelection::Auto);
     }
     if let Some(p) = text.strip_prefix("pattern:") {
         if p.is_empty() || !p.bytes().all(|b| b.is_ascii_graphic() && b != b'/') {
-            bail!("nics: pattern {p:?} must be a non-empty interface-name pattern");
+            invalid!("nics: pattern {p:?} must be a non-empty interface-name pattern");
         }
         return Ok(NicSelection::Pattern(p.to_owned()));
     }
-    let names: Vec<String> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if names.is_empty() {
-        bail!("nics: expected auto, pattern:GLOB or a list of interfaces");
+    let mut names = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match name.parse() {
+            Ok(n) => names.push(n),
+            Err(e) => invalid!("nics: {e}"),
+        }
     }
-    if let Some(bad) = names.iter().find(|n| !hostnet::sriov::is_valid_ifname(n)) {
-        bail!("nics: {bad:?} is not an interface name");
+    if names.is_empty() {
+        invalid!("nics: expected auto, pattern:GLOB or a list of interfaces");
     }
     Ok(NicSelection::Names(names))
 }
 
 impl AgentConfig {
     /// Reads the file (if any) and applies the flags.
-    pub fn load(flags: &Flags) -> anyhow::Result<Self> {
+    pub fn load(flags: &Flags) -> Result<Self, ConfigError> {
         let file: FileConfig = match &flags.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read --config {}", path.display()))?;
-                serde_saphyr::from_str(&text).with_context(|| {
-                    format!("--config {}: invalid configuration", path.display())
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                serde_saphyr::from_str(&text).map_err(|source| ConfigError::Parse {
+                    path: path.clone(),
+                    source: Box::new(source),
                 })?
             }
             None => FileConfig::default(),
         };
-        let node_name = flags
-            .node_name
-            .clone()
-            .context("the node name is unknown: pass --node-name or set NODE_NAME")?;
+        let Some(node_name) = flags.node_name.clone() else {
+            invalid!("the node name is unknown: pass --node-name or set NODE_NAME");
+        };
         if node_name.is_empty()
             || node_name.len() > 253
             || !node_name
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
         {
-            bail!("node name {node_name:?} is not a Kubernetes node name");
+            invalid!("node name {node_name:?} is not a Kubernetes node name");
         }
         let labels = LabelOptions {
             prefix: flags
@@ -206,7 +194,7 @@ impl AgentConfig {
                 ..TxTiming::default()
             });
         if let Some(t) = &transmit {
-            t.validate().context("lldp: invalid timers")?;
+            t.validate().map_err(ConfigError::Timers)?;
         }
         let duties = DutiesFile {
             routing: file.routing,
@@ -231,7 +219,12 @@ impl AgentConfig {
                 .unwrap_or_else(|| PathBuf::from("/sys")),
             labels,
             transmit,
-            max_neighbors: file.lldp.max_neighbors.unwrap_or(32).clamp(1, 1024),
+            // The NodeFabric schema holds at most this many per port.
+            max_neighbors: file
+                .lldp
+                .max_neighbors
+                .unwrap_or(spinel_api::crd::MAX_NEIGHBORS_PER_PORT)
+                .clamp(1, spinel_api::crd::MAX_NEIGHBORS_PER_PORT),
             debounce: Duration::from_millis(file.report_debounce_ms.unwrap_or(500).min(60_000)),
             resync: Duration::from_secs(file.resync_seconds.unwrap_or(600).clamp(10, 86_400)),
             duties,
@@ -250,7 +243,10 @@ mod tests {
         assert_eq!(parse_nics("auto").unwrap(), NicSelection::Auto);
         assert_eq!(
             parse_nics("ens1f0np0, ens1f1np1").unwrap(),
-            NicSelection::Names(vec!["ens1f0np0".into(), "ens1f1np1".into()])
+            NicSelection::Names(vec![
+                "ens1f0np0".parse().unwrap(),
+                "ens1f1np1".parse().unwrap()
+            ])
         );
         assert_eq!(
             parse_nics("pattern:ens*np*").unwrap(),
@@ -281,11 +277,14 @@ mod tests {
             "ens1f0np0",
         ]);
         let c = AgentConfig::load(&flags).unwrap();
-        assert_eq!(c.nics, NicSelection::Names(vec!["ens1f0np0".into()]));
+        assert_eq!(
+            c.nics,
+            NicSelection::Names(vec!["ens1f0np0".parse().unwrap()])
+        );
         assert_eq!(c.labels.prefix, "fabric.example.com/");
         assert_eq!(c.transmit.unwrap().tx_interval, 5);
         std::fs::write(&file, "bogus: 1\n").unwrap();
-        let err = AgentConfig::load(&flags).unwrap_err();
+        let err = anyhow::Error::new(AgentConfig::load(&flags).unwrap_err());
         assert!(format!("{err:#}").contains("bogus"), "{err:#}");
         let no_name = Flags::parse_from(["spinel-agent", "--node-name", "Bad_Name"]);
         assert!(AgentConfig::load(&no_name).is_err());

@@ -13,20 +13,21 @@ use hostnet::rtnl::{Events, Rtnl};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use spinel_api::crd::NodeFabric;
+use spinel_kube::shutdown::Shutdown;
 use spinel_node::lldp::Event;
 use spinel_wire::lldp::RemoteTable;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
+use crate::announcements::{self, Bursts};
 use crate::config::AgentConfig;
-use crate::garp::{self, Bursts};
-use crate::http::{self, Probes};
+use crate::host_routing::{self, Router};
 use crate::kernel_events;
 use crate::metrics::Metrics;
+use crate::probes::{AgentHealth, Probes};
 use crate::readings::Reader;
 use crate::report::Observation;
-use crate::routes::{self, Router};
-use crate::shield::{self, Shielding};
+use crate::shielding::{self, Shielding};
 
 /// The running duties.
 pub struct Running {
@@ -61,6 +62,7 @@ pub fn start(
     client: kube::Client,
     observation: Arc<watch::Sender<Observation>>,
     metrics: Metrics,
+    shutdown: Shutdown,
 ) -> Running {
     let d = &config.duties;
     let mut tasks = Vec::new();
@@ -68,7 +70,7 @@ pub fn start(
 
     let bursts: Option<Bursts> = d.garp.enabled.then(|| {
         let (bursts, _thread) =
-            garp::spawn(Arc::clone(&kernel.ns), d.garp.clone(), metrics.clone());
+            announcements::spawn(Arc::clone(&kernel.ns), d.garp.clone(), metrics.clone());
         if d.garp.on_start {
             for nic in observation.borrow().nics.iter().filter(|n| n.carrier) {
                 bursts.start(&nic.name);
@@ -91,7 +93,7 @@ pub fn start(
             netns: kernel.foreign.then(|| Arc::clone(&kernel.ns)),
             metrics: metrics.clone(),
         };
-        tasks.push(tokio::spawn(routes::run(
+        tasks.push(tokio::spawn(host_routing::run(
             router,
             observation.subscribe(),
             routes_changed,
@@ -102,7 +104,7 @@ pub fn start(
     }
 
     let (cabling_tx, cabling_rx) = watch::channel(Vec::new());
-    tasks.push(tokio::spawn(shield::watch_cabling(
+    tasks.push(tokio::spawn(shielding::watch_cabling(
         Api::<NodeFabric>::all(client.clone()),
         config.node_name.clone(),
         cabling_tx,
@@ -128,12 +130,20 @@ pub fn start(
     )));
 
     if let Some(address) = d.metrics.address {
-        let stale = d.health.period * 10 + std::time::Duration::from_secs(30);
+        let health = AgentHealth {
+            metrics,
+            probes,
+            stale: d.health.period * 10 + std::time::Duration::from_secs(30),
+        };
+        let router = spinel_kube::probes::router(Arc::new(health));
         tasks.push(tokio::spawn(async move {
-            if let Err(e) =
-                http::serve(address, metrics, probes, stale, std::future::pending()).await
-            {
-                tracing::error!(%address, "cannot serve metrics and probes: {e}");
+            match spinel_kube::probes::serve(address, router, shutdown).await {
+                Ok(server) => match server.await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::error!(%address, "serving metrics and probes: {e}"),
+                    Err(e) => tracing::error!(%address, "the probe server: {e}"),
+                },
+                Err(e) => tracing::error!(%address, "cannot serve metrics and probes: {e}"),
             }
         }));
     }

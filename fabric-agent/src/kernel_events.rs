@@ -8,7 +8,7 @@ use std::sync::Arc;
 use hostnet::rtnl::{Event, Events};
 use tokio::sync::{Notify, watch};
 
-use crate::garp::Bursts;
+use crate::announcements::Bursts;
 use crate::report::Observation;
 
 /// Tracks carrier per link and says when a RoCE NIC's carrier comes up.
@@ -59,7 +59,7 @@ pub async fn run(
                 .borrow()
                 .nics
                 .iter()
-                .map(|n| n.name.clone())
+                .map(|n| n.name.to_string())
                 .collect();
             if let Some(nic) = carrier.carrier_up(&event, &roce) {
                 tracing::info!(nic, "carrier up: announcing the host's and pods' addresses");

@@ -429,7 +429,7 @@ impl Metrics {
     pub fn set_nics(&self, nics: &[RoceNic]) {
         for nic in nics {
             let label = NicLabel {
-                nic: nic.name.clone(),
+                nic: nic.name.to_string(),
             };
             self.carrier
                 .get_or_create(&label)

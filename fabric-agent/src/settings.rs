@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use crate::config_error::{ConfigError, invalid};
 use serde::Deserialize;
 
 /// Routing protocol number on the agent's routes and rules (`proto 197`), so it tells its own
@@ -175,34 +175,34 @@ pub struct DutyFlags {
     pub taint: bool,
 }
 
-fn sysctl_value(name: &str, v: Option<u8>, default: u8, max: u8) -> anyhow::Result<u8> {
+fn sysctl_value(name: &str, v: Option<u8>, default: u8, max: u8) -> Result<u8, ConfigError> {
     let v = v.unwrap_or(default);
     if v > max {
-        bail!("routing.{name}: {v} is not a valid value (0 to {max})");
+        invalid!("routing.{name}: {v} is not a valid value (0 to {max})");
     }
     Ok(v)
 }
 
 impl DutiesFile {
     /// The resolved settings, flags winning.
-    pub fn resolve(self, flags: &DutyFlags) -> anyhow::Result<Duties> {
+    pub fn resolve(self, flags: &DutyFlags) -> Result<Duties, ConfigError> {
         let r = self.routing;
         let arp_ignore = match r.arp_ignore {
             Some(v) if v > 8 || (4..8).contains(&v) => {
-                bail!("routing.arpIgnore: {v} is not a valid arp_ignore (0-3 or 8)")
+                invalid!("routing.arpIgnore: {v} is not a valid arp_ignore (0-3 or 8)")
             }
             v => v,
         };
         for (nic, table) in &r.tables {
             if !hostnet::sriov::is_valid_ifname(nic) || matches!(table, 0 | 253..=255) {
-                bail!(
+                invalid!(
                     "routing.tables: {nic:?} -> {table}: not an interface, or a reserved table (0, 253-255)"
                 );
             }
         }
         let table_base = r.table_base.unwrap_or(100);
         if matches!(table_base, 0 | 253..=255) || table_base > u32::MAX - 4096 {
-            bail!("routing.tableBase: {table_base} is reserved or too large");
+            invalid!("routing.tableBase: {table_base} is reserved or too large");
         }
         let routing = Routing {
             enabled: r.enabled.unwrap_or(true),
@@ -218,7 +218,7 @@ impl DutiesFile {
             resync: Duration::from_secs(r.resync_seconds.unwrap_or(30).clamp(1, 3600)),
         };
         if matches!(routing.protocol, 0..=4) {
-            bail!("routing.protocol: 0-4 belong to the kernel and iproute2 (use e.g. 197)");
+            invalid!("routing.protocol: 0-4 belong to the kernel and iproute2 (use e.g. 197)");
         }
         let g = self.garp;
         let garp = Garp {
@@ -249,10 +249,10 @@ impl DutiesFile {
         {
             None => Some(SocketAddr::from(([0, 0, 0, 0], 9478))),
             Some("" | "off") => None,
-            Some(text) => Some(
-                text.parse()
-                    .with_context(|| format!("metrics.address: {text:?} is not HOST:PORT"))?,
-            ),
+            Some(text) => match text.parse() {
+                Ok(a) => Some(a),
+                Err(_) => invalid!("metrics.address: {text:?} is not HOST:PORT"),
+            },
         };
         Ok(Duties {
             routing,

@@ -1,14 +1,15 @@
 //! The controller's flags, validated before anything starts.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
-use spinel_api::labels::{KeyMode, LabelOptions};
+use spinel_api::labels::{KeyMode, LabelOptions, PrefixError};
+use spinel_kube::lease::{LeaseArgs, LeaseConfig, LeaseConfigError, unique_identity};
+use spinel_kube::logging::LogArgs;
 use topo_discovery::fabric::RailKey;
 
 use crate::desired::Settings;
-use crate::lease::Timing;
 
 /// Command-line flags.
 #[derive(clap::Parser, Debug)]
@@ -32,15 +33,9 @@ pub struct Flags {
     /// The Lease's name.
     #[arg(long, default_value = "spinel-fabric-controller")]
     pub lease_name: String,
-    /// Seconds a lease record must stay unchanged before another replica takes it.
-    #[arg(long, default_value_t = 15.0)]
-    pub lease_duration: f64,
-    /// Seconds after its last renewal during which the leader may still write.
-    #[arg(long, default_value_t = 10.0)]
-    pub renew_deadline: f64,
-    /// Seconds between two attempts to acquire or renew the lease.
-    #[arg(long, default_value_t = 2.0)]
-    pub retry_period: f64,
+    /// Lease timing.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
     /// ConfigMap (in --namespace) whose entries are switch neighbour tables; empty: none.
     #[arg(long, default_value = "spinel-switch-tables")]
     pub switch_tables_configmap: String,
@@ -69,12 +64,12 @@ pub struct Flags {
     /// Seconds between two comparisons of the desired state with the server's, even unchanged.
     #[arg(long, default_value_t = 600.0)]
     pub resync: f64,
-    /// Log format.
-    #[arg(long, value_enum, default_value = "json")]
-    pub log_format: LogFormat,
-    /// Log filter (tracing's syntax).
-    #[arg(long, env = "SPINEL_CONTROLLER_LOG", default_value = "info")]
-    pub log: String,
+    /// Serve /metrics, /healthz and /readyz here (HOST:PORT, or `off`).
+    #[arg(long, default_value = "0.0.0.0:9480")]
+    pub metrics_address: String,
+    /// Logging.
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// `--rail-key`.
@@ -86,13 +81,29 @@ pub enum RailKeyArg {
     Order,
 }
 
-/// How logs are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// One JSON object per line.
-    Json,
-    /// Human-readable.
-    Text,
+/// A flag that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `--label-prefix` / `--topograph-keys`.
+    #[error(transparent)]
+    Labels(#[from] PrefixError),
+    /// The lease timing.
+    #[error(transparent)]
+    Lease(#[from] LeaseConfigError),
+    /// A period that is not a positive number of seconds.
+    #[error("{flag}: {value} is not a positive number of seconds")]
+    NotSeconds {
+        /// The flag.
+        flag: &'static str,
+        /// What it said.
+        value: f64,
+    },
+    /// `--topology-name`.
+    #[error("--topology-name: 1 to 253 characters")]
+    TopologyName,
+    /// `--metrics-address`.
+    #[error("--metrics-address: {0:?} is neither HOST:PORT nor `off`")]
+    MetricsAddress(String),
 }
 
 /// The resolved configuration.
@@ -102,38 +113,28 @@ pub struct Config {
     pub settings: Settings,
     /// NIC to rail mapping.
     pub rail_key: RailKey,
-    /// Lease timing.
-    pub lease: Timing,
-    /// This replica's unique identity.
-    pub identity: String,
+    /// The election.
+    pub lease: LeaseConfig,
     /// Switch-table ConfigMap, if any.
     pub config_map: Option<String>,
     /// Switch-table directory and its poll period, if any.
     pub dir: Option<(PathBuf, Duration)>,
     /// Desired vs server comparison period.
     pub resync: Duration,
+    /// Where the probes and metrics are served, if anywhere.
+    pub metrics_address: Option<SocketAddr>,
 }
 
-fn seconds(what: &str, s: f64) -> anyhow::Result<Duration> {
-    Duration::try_from_secs_f64(s)
+fn seconds(flag: &'static str, value: f64) -> Result<Duration, ConfigError> {
+    Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| !d.is_zero())
-        .with_context(|| format!("{what}: {s} is not a positive number of seconds"))
-}
-
-/// A unique suffix for this process: two replicas with one pod name (a restarted pod) must
-/// not both think they hold the lease.
-fn unique_suffix() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    format!("{:x}{:08x}", std::process::id(), nanos)
+        .ok_or(ConfigError::NotSeconds { flag, value })
 }
 
 impl Config {
     /// Validates `flags`.
-    pub fn from_flags(flags: &Flags) -> anyhow::Result<Self> {
+    pub fn from_flags(flags: &Flags) -> Result<Self, ConfigError> {
         let labels = LabelOptions {
             prefix: flags.label_prefix.clone(),
             keys: if flags.topograph_keys {
@@ -143,26 +144,31 @@ impl Config {
             },
         };
         labels.validate()?;
-        let lease = Timing {
-            duration: seconds("--lease-duration", flags.lease_duration)?,
-            renew_deadline: seconds("--renew-deadline", flags.renew_deadline)?,
-            retry: seconds("--retry-period", flags.retry_period)?,
-        };
-        lease.validate().map_err(anyhow::Error::msg)?;
         if flags.topology_name.is_empty() || flags.topology_name.len() > 253 {
-            bail!("--topology-name: 1 to 253 characters");
+            return Err(ConfigError::TopologyName);
         }
         let base = flags
             .identity
             .clone()
             .or_else(|| std::env::var("HOSTNAME").ok())
             .unwrap_or_else(|| "spinel-fabric-controller".into());
+        let lease =
+            flags
+                .lease
+                .config(&flags.namespace, &flags.lease_name, unique_identity(&base))?;
         let dir = match &flags.switch_tables {
             Some(d) => Some((
                 d.clone(),
                 seconds("--switch-tables-poll", flags.switch_tables_poll)?,
             )),
             None => None,
+        };
+        let metrics_address = match flags.metrics_address.as_str() {
+            "off" => None,
+            a => Some(
+                a.parse()
+                    .map_err(|_| ConfigError::MetricsAddress(a.to_owned()))?,
+            ),
         };
         Ok(Self {
             settings: Settings {
@@ -174,11 +180,11 @@ impl Config {
                 RailKeyArg::Order => RailKey::NicOrder,
             },
             lease,
-            identity: format!("{base}_{}", unique_suffix()),
             config_map: (!flags.switch_tables_configmap.is_empty())
                 .then(|| flags.switch_tables_configmap.clone()),
             dir,
             resync: seconds("--resync", flags.resync)?,
+            metrics_address,
         })
     }
 }
@@ -193,16 +199,20 @@ mod tests {
     fn flags_are_checked() {
         let ok = Flags::parse_from(["c", "--identity", "pod-a", "--switch-tables", "/x"]);
         let c = Config::from_flags(&ok).unwrap();
-        assert!(c.identity.starts_with("pod-a_"));
+        assert!(c.lease.identity.starts_with("pod-a_"));
         assert_eq!(c.config_map.as_deref(), Some("spinel-switch-tables"));
         assert_eq!(c.dir.unwrap().1, Duration::from_secs(10));
         let other = Config::from_flags(&ok).unwrap();
-        assert_ne!(c.identity, other.identity, "every process is unique");
+        assert_ne!(
+            c.lease.identity, other.lease.identity,
+            "every process is unique"
+        );
         for bad in [
             vec!["c", "--label-prefix", "Bad/"],
             vec!["c", "--renew-deadline", "20"],
             vec!["c", "--lease-duration=-1"],
             vec!["c", "--resync", "0"],
+            vec!["c", "--metrics-address", "nowhere"],
         ] {
             assert!(
                 Config::from_flags(&Flags::parse_from(&bad)).is_err(),

@@ -9,16 +9,19 @@
 //! - [`desired`]: every output from one inference (pure);
 //! - [`observed`]: what the API server holds, ordered by resourceVersion;
 //! - [`publish`]: the writes that differ, and writing them;
-//! - [`lease`]: leader election with a Lease;
+//! - [`metrics`]: Prometheus metrics and what the probes answer;
 //! - [`watch`]: the watches that feed the controller;
 //! - [`controller`]: the state and the loop;
 //! - [`config`]: the flags.
+//!
+//! Leader election, the client, logging, signals, Events and the probe server come from
+//! `spinel-kube`, as for every Spinel daemon.
 
 pub mod config;
 pub mod controller;
 pub mod desired;
 pub mod inputs;
-pub mod lease;
+pub mod metrics;
 pub mod observed;
 pub mod publish;
 pub mod watch;

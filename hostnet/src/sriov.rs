@@ -89,18 +89,7 @@ impl<'de> Deserialize<'de> for PciAddress {
     }
 }
 
-/// True for a name the kernel would accept as an interface name: 1-15 bytes, not `.`/`..`,
-/// no `/`, `:`, whitespace or NUL, and not `all` or `default` (the names of the per-family
-/// `conf` directories, which the kernel refuses). Anything else must never become part of a
-/// path.
-pub fn is_valid_ifname(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() < 16
-        && !matches!(name, "." | ".." | "all" | "default")
-        && !name
-            .bytes()
-            .any(|b| b == b'/' || b == b':' || b == 0 || b.is_ascii_whitespace())
-}
+pub use crate::ifname::is_valid_ifname;
 
 /// The driver a PCI function is bound to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -361,6 +350,11 @@ impl Sysfs {
             num_vfs: read_u32(&dir.join("sriov_numvfs"))?,
             total_vfs: read_u32(&dir.join("sriov_totalvfs"))?,
         })
+    }
+
+    /// The driver bound to the PCI function at `pci` (a PF's, to name it in messages).
+    pub fn driver_of(&self, pci: &PciAddress) -> Result<Driver, SriovError> {
+        self.driver(&self.device_dir(pci))
     }
 
     /// The RDMA devices of the PCI function at `pci` (`infiniband/` under its sysfs entry).

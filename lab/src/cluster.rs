@@ -38,7 +38,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Spinel's manifests the lab applies, in order (namespace, CRDs, then RBAC and admission
 /// policy; the workloads themselves run as the lab's processes).
-const MANIFESTS: [(&str, &str); 7] = [
+const MANIFESTS: [(&str, &str); 8] = [
     (
         "deploy/namespace.yaml",
         include_str!("../../deploy/namespace.yaml"),
@@ -54,6 +54,10 @@ const MANIFESTS: [(&str, &str); 7] = [
     (
         "deploy/controller/rbac.yaml",
         include_str!("../../deploy/controller/rbac.yaml"),
+    ),
+    (
+        "deploy/controller/admission-policy.yaml",
+        include_str!("../../deploy/controller/admission-policy.yaml"),
     ),
     (
         "deploy/scheduler/rbac.yaml",

@@ -340,6 +340,9 @@ impl Supervisor {
                 state.switches().into_os_string(),
                 "--switch-tables-poll".into(),
                 "2".into(),
+                // Any free port: the lab's processes share the host's loopback.
+                "--metrics-address".into(),
+                "127.0.0.1:0".into(),
                 "--log-format".into(),
                 "text".into(),
             ],

@@ -6,12 +6,13 @@
 //! - [`state`]: the decisions (placement engine, usage, ranks), without I/O;
 //! - [`http`]: the extender's HTTP server (filter, prioritize, bind, health, metrics);
 //! - [`metrics`]: the Prometheus metrics;
-//! - [`lease`]: leader election on a Lease, so only one of several replicas decides;
 //! - [`publish`]: side effects (annotations, Events, Bindings) behind a trait;
 //! - [`watch`]: the Kubernetes watches that feed the state, and the real publisher.
+//!
+//! Leader election, the client, logging and signals come from `spinel-kube`, as for every
+//! Spinel daemon.
 
 pub mod http;
-pub mod lease;
 pub mod metrics;
 pub mod objects;
 pub mod publish;

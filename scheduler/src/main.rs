@@ -1,23 +1,27 @@
-//! `spinel-scheduler`: the kube-scheduler extender. The cluster view comes from watches on the
-//! API server (or, for tests and benchmarks, from a `kubectl get nodes -o json` file); the
-//! extender listens on `--listen` and stops cleanly on SIGTERM or SIGINT. With
-//! `--leader-elect` several replicas run; the one holding the Lease watches and decides, the
-//! others only wait for it (and a leader that loses the Lease exits, to come back as one).
+//! `spinel-scheduler`: the kube-scheduler extender. Wiring only: flags, the runtime shell from
+//! `spinel-kube` (logging, client, signals, election), the watches and the server. The cluster
+//! view comes from watches on the API server (or, for tests and benchmarks, from a
+//! `kubectl get nodes -o json` file); the extender listens on `--listen` and stops cleanly on
+//! SIGTERM or SIGINT. With `--leader-elect` several replicas run; the one holding the Lease
+//! watches and decides, the others only wait for it (and a leader that loses the Lease exits,
+//! to come back as one).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Parser;
 use k8s_openapi::api::core::v1::Node;
 use spinel_api::labels::{KeyMode, LabelOptions};
+use spinel_kube::lease::{Election, LeaseArgs, LeaseConfig, unique_identity};
+use spinel_kube::logging::LogArgs;
+use spinel_kube::shutdown::Shutdown;
 use spinel_placement::annotations::ParseOptions;
 use spinel_placement::{ClusterOptions, EngineOptions, PlanOptions};
 use spinel_scheduler::http::{App, ServerOptions, router};
-use spinel_scheduler::lease::{Elector, LeaseConfig};
 use spinel_scheduler::metrics::Metrics;
 use spinel_scheduler::publish::{Publisher, Recorder};
 use spinel_scheduler::state::{Config, State};
@@ -67,35 +71,24 @@ struct Args {
     /// Namespace of the Lease (the pod's own, from the downward API).
     #[arg(long, env = "POD_NAMESPACE", default_value = "spinel-system")]
     lease_namespace: String,
-    /// Seconds a Lease not renewed stays its holder's.
-    #[arg(long, default_value_t = 15)]
-    lease_duration: u64,
-    /// Seconds the leader keeps deciding without a successful renewal (below the duration).
-    #[arg(long, default_value_t = 10)]
-    renew_deadline: u64,
-    /// Seconds between tries to acquire or renew.
-    #[arg(long, default_value_t = 2)]
-    retry_period: u64,
+    /// Lease timing.
+    #[command(flatten)]
+    lease: LeaseArgs,
+    /// kubeconfig to use instead of the in-cluster service account.
+    #[arg(long, env = "KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// Logging.
+    #[command(flatten)]
+    log: LogArgs,
 }
 
 fn lease_config(args: &Args) -> anyhow::Result<LeaseConfig> {
-    // Unique per process: a restarted container waits for its old Lease like anyone else.
-    let nonce = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-        ^ u64::from(std::process::id());
     let pod = std::env::var("POD_NAME").unwrap_or_else(|_| "spinel-scheduler".to_owned());
-    let config = LeaseConfig {
-        name: args.lease_name.clone(),
-        namespace: args.lease_namespace.clone(),
-        identity: format!("{pod}_{nonce:016x}"),
-        duration: Duration::from_secs(args.lease_duration),
-        renew_deadline: Duration::from_secs(args.renew_deadline),
-        retry_period: Duration::from_secs(args.retry_period),
-    };
-    config.validate()?;
-    Ok(config)
+    Ok(args.lease.config(
+        &args.lease_namespace,
+        &args.lease_name,
+        unique_identity(&pod),
+    )?)
 }
 
 fn config(args: &Args) -> anyhow::Result<Config> {
@@ -146,28 +139,6 @@ fn load_nodes_file(state: &Mutex<State>, path: &PathBuf) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
-    tracing::info!("shutting down");
-}
-
 /// Starts the watches that feed the state (pods only once the nodes are listed).
 fn start_watches(client: &kube::Client, state: &Arc<Mutex<State>>, start: Instant) {
     tokio::spawn(watch::watch_pod_groups(client.clone(), state.clone()));
@@ -195,39 +166,34 @@ async fn lead(
     state: &Arc<Mutex<State>>,
     leading: &AtomicBool,
     start: Instant,
+    shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
-    let mut elector = Elector::new(client.clone(), config.clone());
     tracing::info!(identity = %config.identity, lease = %config.name, "standing by for the lease");
+    let election = Election::start(client.clone(), config);
+    let mut changes = election.leading();
     tokio::select! {
-        () = elector.acquire() => {},
-        () = shutdown() => return Ok(()),
+        _ = changes.wait_for(|l| *l) => {},
+        () = shutdown.wait() => {
+            election.stop().await;
+            return Ok(());
+        }
     }
-    tracing::info!(identity = %config.identity, "leading");
     start_watches(&client, state, start);
     leading.store(true, Ordering::Release);
-    tokio::select! {
-        lost = elector.hold() => {
-            leading.store(false, Ordering::Release);
-            Err(anyhow::Error::new(lost).context("stepped down"))
-        }
-        () = shutdown() => {
-            leading.store(false, Ordering::Release);
-            elector.release().await;
-            Ok(())
-        }
-    }
+    let outcome = tokio::select! {
+        _ = changes.wait_for(|l| !*l) => Err(anyhow::anyhow!("stepped down: the lease is lost")),
+        () = shutdown.wait() => Ok(()),
+    };
+    leading.store(false, Ordering::Release);
+    election.stop().await;
+    outcome
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let args = Args::parse();
+    spinel_kube::logging::init(&args.log);
+    let shutdown = Shutdown::register()?;
     let state = Arc::new(Mutex::new(State::new(config(&args)?)));
     let lease = args.leader_elect.then(|| lease_config(&args)).transpose()?;
     let start = Instant::now();
@@ -237,9 +203,7 @@ async fn main() -> anyhow::Result<()> {
             (None, Arc::new(Recorder::default()))
         }
         None => {
-            let client = kube::Client::try_default()
-                .await
-                .context("no Kubernetes client configuration (in-cluster or kubeconfig)")?;
+            let client = spinel_kube::client::client(args.kubeconfig.as_deref()).await?;
             let publisher =
                 watch::KubePublisher::new(client.clone(), std::env::var("POD_NAME").ok());
             (Some(client), Arc::new(publisher))
@@ -267,28 +231,27 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     tracing::info!(listen = %args.listen, "serving the extender");
-    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let stopped = shutdown.clone();
     let server = tokio::spawn(
         axum::serve(listener, router(app))
-            .with_graceful_shutdown(async move {
-                let mut stopped = stopped;
-                let _ = stopped.wait_for(|s| *s).await;
-            })
+            .with_graceful_shutdown(async move { stopped.wait().await })
             .into_future(),
     );
     let outcome = match (client, lease) {
-        (Some(client), Some(lease)) => lead(client, lease, &state, &leading, start).await,
+        (Some(client), Some(lease)) => {
+            lead(client, lease, &state, &leading, start, &shutdown).await
+        }
         (Some(client), None) => {
             start_watches(&client, &state, start);
-            shutdown().await;
+            shutdown.wait().await;
             Ok(())
         }
         (None, _) => {
-            shutdown().await;
+            shutdown.wait().await;
             Ok(())
         }
     };
-    let _ = stop.send(true);
+    shutdown.trigger();
     server
         .await
         .context("the server task")?

@@ -7,12 +7,14 @@
 
 mod commands;
 mod inputs;
+mod outdir;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
 use spinel_switch_config::intent::SwitchOs;
+use spinel_switch_config::intent::software::EosPlatform;
 
 /// Exit status when a check or validation found errors (unreadable input exits with 1), as
 /// `spinelctl topo infer` does for miswiring.
@@ -73,7 +75,8 @@ pub struct ValidateArgs {
 pub struct RenderArgs {
     /// The intent file.
     intent: PathBuf,
-    /// Output directory (created; files are replaced).
+    /// Output directory: created, or replaced whole when a previous render wrote it (it holds
+    /// a .spinel-render marker); a non-empty directory without the marker is refused.
     #[arg(long)]
     out: PathBuf,
     /// Running SONiC configurations (NAME.config_db.json) to take PORT lanes and other
@@ -158,6 +161,18 @@ pub struct IntentArgs {
     /// OS of spines and super-spines.
     #[arg(long, value_enum, default_value_t = OsArg::Sonic)]
     spine_os: OsArg,
+    /// Release of the leaves' OS (Cumulus `5.15`, EOS `4.33`; default: the newest known).
+    #[arg(long)]
+    leaf_version: Option<String>,
+    /// Release of the spines' OS.
+    #[arg(long)]
+    spine_version: Option<String>,
+    /// EOS platform family of the leaves (default: strata).
+    #[arg(long, value_enum)]
+    leaf_platform: Option<PlatformArg>,
+    /// EOS platform family of the spines (default: strata).
+    #[arg(long, value_enum)]
+    spine_platform: Option<PlatformArg>,
     /// Pool the rail networks are carved from.
     #[arg(long, default_value = "10.0.0.0/8")]
     subnet_pool: ipnet::Ipv4Net,
@@ -208,6 +223,24 @@ impl From<OsArg> for SwitchOs {
             OsArg::Sonic => Self::Sonic,
             OsArg::Cumulus => Self::Cumulus,
             OsArg::Eos => Self::Eos,
+        }
+    }
+}
+
+/// An EOS platform family on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum PlatformArg {
+    /// Trident/Tomahawk (7050X, 7060X, 7260X, 7300X, 7388X): `uc-tx-queue`.
+    Strata,
+    /// Arad/Jericho (7280R, 7500R, 7800R): `tx-queue`.
+    Sand,
+}
+
+impl From<PlatformArg> for EosPlatform {
+    fn from(p: PlatformArg) -> Self {
+        match p {
+            PlatformArg::Strata => Self::Strata,
+            PlatformArg::Sand => Self::Sand,
         }
     }
 }

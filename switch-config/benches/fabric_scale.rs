@@ -169,7 +169,11 @@ fn child(hosts: usize) {
             let r = render::switch(&plan, sp, &Running::default());
             let text = match sp.switch.os {
                 SwitchOs::Cumulus => {
-                    let tree = nvue::to_tree(&nvue::commands(&plan, sp));
+                    let tree = nvue::to_tree(&nvue::commands(
+                        &plan,
+                        sp,
+                        nvue::syntax(sp).expect("a known release"),
+                    ));
                     serde_json::json!([{"header": {}}, {"set": tree}]).to_string()
                 }
                 _ => r.files[0].text.clone(),

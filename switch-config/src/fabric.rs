@@ -9,6 +9,7 @@ use ipnet::Ipv4Net;
 use topo_discovery::fabric::{Fabric, LinkKind};
 
 use crate::check::{Finding, Kind, Report, Severity, Source};
+use crate::intent::software::EosPlatform;
 use crate::intent::{
     ArpPolicy, Intent, Network, Peer, Port, Ports, Rail, RoceProfile, SCHEMA, Switch, SwitchOs,
     SwitchRole,
@@ -28,6 +29,14 @@ pub struct Template {
     pub leaf_os: SwitchOs,
     /// OS of spines and super-spines.
     pub spine_os: SwitchOs,
+    /// OS release of the leaves (Cumulus, EOS).
+    pub leaf_version: Option<String>,
+    /// OS release of spines and super-spines (Cumulus, EOS).
+    pub spine_version: Option<String>,
+    /// EOS platform family of the leaves.
+    pub leaf_platform: Option<EosPlatform>,
+    /// EOS platform family of spines and super-spines.
+    pub spine_platform: Option<EosPlatform>,
     /// Port speed, Gb/s.
     pub speed_gbps: Option<u32>,
     /// ASIC buffer, bytes (required for SONiC).
@@ -50,6 +59,10 @@ impl Default for Template {
             arp: ArpPolicy::default(),
             leaf_os: SwitchOs::Sonic,
             spine_os: SwitchOs::Sonic,
+            leaf_version: None,
+            spine_version: None,
+            leaf_platform: None,
+            spine_platform: None,
             speed_gbps: None,
             buffer_bytes: Some(64 * 1024 * 1024),
             subnet_pool: Ipv4Net::new(Ipv4Addr::new(10, 0, 0, 0), 8).unwrap_or_default(),
@@ -192,14 +205,18 @@ pub fn intent_from_fabric(fabric: &Fabric, t: &Template) -> Result<Intent, FromF
         }
         let mut p = std::mem::take(&mut ports[i]);
         p.sort_by(|a, b| natural_cmp(&a.name, &b.name));
+        let leaf = role == SwitchRole::Leaf;
+        let (os, version, platform) = if leaf {
+            (t.leaf_os, &t.leaf_version, t.leaf_platform)
+        } else {
+            (t.spine_os, &t.spine_version, t.spine_platform)
+        };
         switches.push(Switch {
             name: sw.name.clone(),
             role,
-            os: if role == SwitchRole::Leaf {
-                t.leaf_os
-            } else {
-                t.spine_os
-            },
+            os,
+            version: (os != SwitchOs::Sonic).then(|| version.clone()).flatten(),
+            platform: (os == SwitchOs::Eos).then_some(platform).flatten(),
             networks,
             ports: Ports(p),
             speed_gbps: t.speed_gbps,
@@ -394,6 +411,7 @@ fn cabling(
             .map(|h| h.1)
             .filter(|n| !n.is_empty())
             .map(str::to_owned),
+        heard_by: Vec::new(),
         expected,
         found,
         message,

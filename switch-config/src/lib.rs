@@ -10,6 +10,7 @@
 //! - [`diff`]: only what must change on a switch (a JSON Patch for SONiC, `nv set`/`nv unset`);
 //! - [`host`]: host profiles and the host state read from the kernel;
 //! - [`check`]: intent vs switches vs advertised DCBX vs hosts, each disagreement once;
+//! - [`intent::software`]: switch OS releases and what each accepts;
 //! - [`fabric`]: an intent from an inferred fabric, and cabling as designed.
 
 pub mod check;

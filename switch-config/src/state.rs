@@ -49,9 +49,9 @@ pub struct PortState {
     pub watchdog: Option<WatchdogState>,
     /// Egress queues by traffic class.
     pub queues: BTreeMap<u8, QueueState>,
-    /// XOFF headroom of the lossless priority groups, bytes, where the OS configures it
-    /// per port (SONiC).
-    pub headroom_xoff: Option<u64>,
+    /// XOFF headroom of the priority group each PFC priority pauses, bytes, by priority, where
+    /// the OS configures it per port (SONiC). Expected: the intent's lossless priorities only.
+    pub headroom_xoff: BTreeMap<u8, u64>,
     /// Untagged (access) VLAN.
     pub access_vlan: Option<u16>,
     /// Routed address.
@@ -241,8 +241,12 @@ pub fn expected(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) -> SwitchState {
                 pfc: sp.pfc.clone(),
                 watchdog: Some(watchdog.clone()),
                 queues: queues.clone(),
-                headroom_xoff: (os == SwitchOs::Sonic)
-                    .then(|| pfc_headroom_bytes(p.speed_gbps, p.cable_m, sp.mtu)),
+                headroom_xoff: if os == SwitchOs::Sonic {
+                    let xoff = pfc_headroom_bytes(p.speed_gbps, p.cable_m, sp.mtu);
+                    sp.pfc.iter().map(|prio| (*prio, xoff)).collect()
+                } else {
+                    BTreeMap::new()
+                },
                 access_vlan: match &p.peer {
                     PortPeer::Host { network, .. } => network.map(|n| n.vlan),
                     PortPeer::Switch { .. } => None,

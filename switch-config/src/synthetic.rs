@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
+use crate::intent::software::EosPlatform;
 use crate::intent::{
     ArpPolicy, Intent, Network, Peer, Port, Ports, Rail, RoceProfile, SCHEMA, Switch, SwitchOs,
     SwitchRole,
@@ -128,6 +129,8 @@ pub fn intent(spec: &Spec) -> Intent {
                 name: format!("leaf{leaf:04}"),
                 role: SwitchRole::Leaf,
                 os,
+                version: release(os, leaf),
+                platform: platform(os, true),
                 networks: vec![Network {
                     rail: format!("rail{r}"),
                     vlan: 100 + r as u16,
@@ -148,6 +151,8 @@ pub fn intent(spec: &Spec) -> Intent {
             name: format!("spine{spine:04}"),
             role: SwitchRole::Spine,
             os: spine_os(spine),
+            version: release(spine_os(spine), spine),
+            platform: platform(spine_os(spine), false),
             networks: Vec::new(),
             ports: Ports::default(),
             speed_gbps: Some(200),
@@ -164,5 +169,25 @@ pub fn intent(spec: &Spec) -> Intent {
         arp: ArpPolicy::default(),
         rails,
         switches,
+    }
+}
+
+/// A release for a synthetic switch: Cumulus alternates 5.12 and 5.15 (both NVUE syntaxes),
+/// EOS runs 4.33, SONiC has none.
+pub fn release(os: SwitchOs, index: usize) -> Option<String> {
+    match os {
+        SwitchOs::Sonic => None,
+        SwitchOs::Cumulus if index.is_multiple_of(2) => Some("5.15".into()),
+        SwitchOs::Cumulus => Some("5.12".into()),
+        SwitchOs::Eos => Some("4.33".into()),
+    }
+}
+
+/// The EOS platform family of a synthetic switch: Trident/Tomahawk leaves, Jericho spines.
+pub fn platform(os: SwitchOs, leaf: bool) -> Option<EosPlatform> {
+    match (os, leaf) {
+        (SwitchOs::Eos, true) => Some(EosPlatform::Strata),
+        (SwitchOs::Eos, false) => Some(EosPlatform::Sand),
+        _ => None,
     }
 }

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use spinel_switch_config::check::{self, Evidence, Finding, Kind, Report, Severity, Source};
 use spinel_switch_config::diff;
 use spinel_switch_config::host::{HostState, NicState, Reading, STATE_SCHEMA};
+use spinel_switch_config::intent::software::EosPlatform;
 use spinel_switch_config::intent::{self, Intent, SwitchOs};
 use spinel_switch_config::observe::{self, nvue as nvue_observe, sonic as sonic_observe};
 use spinel_switch_config::plan::FabricPlan;
@@ -157,7 +158,10 @@ fn sonic_drift_is_reported_once_per_fault() {
         ["for p in Ethernet0; do config interface mtu $p 9100; done"]
     );
     let headroom = only(&report, Kind::Headroom);
-    assert_eq!((headroom.len(), headroom[0].found.as_str()), (1, "0"));
+    assert_eq!(
+        (headroom.len(), headroom[0].found.as_str()),
+        (1, "priority 3: 0")
+    );
     assert_eq!(report.findings.len(), 5, "{report:#?}");
     assert_eq!(report.errors(), 5);
 }
@@ -307,7 +311,7 @@ fn nvue_drift_is_reported_and_the_diff_fixes_it() {
     let i = example();
     let plan = FabricPlan::new(&i);
     let sp = plan.switch("leaf02").unwrap();
-    let commands = nvue::commands(&plan, sp);
+    let commands = nvue::commands(&plan, sp, nvue::syntax(sp).unwrap());
     let mut tree = nvue::to_tree(&commands);
     tree["qos"]["pfc"]["default-global"]["switch-priority"] = Value::Object(Map::from_iter([(
         "4".to_owned(),
@@ -371,7 +375,7 @@ fn eos_drift_is_reported_once_per_fault() {
     let i = example();
     let plan = FabricPlan::new(&i);
     let sp = plan.switch("leaf03").unwrap();
-    let text = render::eos::render(&plan, sp, "")
+    let text = render::eos::render(&plan, sp, EosPlatform::Strata, "")
         .replace(
             "interface Ethernet2/1\n   description node04/ens1f0np0\n   mtu 9100",
             "interface Ethernet2/1\n   description node04/ens1f0np0\n   mtu 1500",
@@ -561,7 +565,9 @@ fn a_willing_host_copying_its_switch_is_the_switchs_fault_once() {
     assert_eq!(pfc.len(), 1, "{report:#?}");
     assert_eq!(pfc[0].source, Source::Advertised);
     assert!(
-        pfc[0].message.contains("the willing host copied it"),
+        pfc[0]
+            .message
+            .contains("the willing host node01 ens1f0np0 copied it"),
         "{}",
         pfc[0].message
     );
@@ -611,4 +617,114 @@ fn a_host_nic_on_the_wrong_leaf_is_a_cabling_error() {
         "{}",
         c[0].message
     );
+}
+
+#[test]
+fn headroom_is_checked_on_the_priorities_the_intent_makes_lossless() {
+    // The intent: RoCE lossless on priority 5. The switch runs the rendered fragment but
+    // pfc_enable says 4: one PFC error, and no headroom error (priority 5's group has its
+    // headroom; priority 4 is not the intent's to have headroom on).
+    let mut i = example();
+    i.roce.data.priority = 5;
+    i.roce.pfc.priorities = vec![5];
+    let plan = FabricPlan::new(&i);
+    let sp = plan.switch("leaf01").unwrap();
+    let mut db = sonic::render(&plan, sp, running_lanes().sonic.get("leaf01")).config_db;
+    for entry in db.get_mut("PORT_QOS_MAP").unwrap().values_mut() {
+        entry.insert("pfc_enable".into(), "4".into());
+    }
+    let report = check::check(&plan, &evidence_for("leaf01", sonic_observe::state(&db)));
+    let kinds: Vec<Kind> = report.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [Kind::Pfc], "{report:#?}");
+    // And a lossless group without headroom on the intent's priority is found.
+    db.get_mut("BUFFER_PROFILE")
+        .unwrap()
+        .values_mut()
+        .filter(|p| p.contains_key("xoff"))
+        .for_each(|p| {
+            p.insert("xoff".into(), "1024".into());
+        });
+    let report = check::check(&plan, &evidence_for("leaf01", sonic_observe::state(&db)));
+    // Host ports (5 m) and uplinks (40 m) need different headroom: one finding each.
+    let headroom = only(&report, Kind::Headroom);
+    assert_eq!(headroom.len(), 2, "{report:#?}");
+    assert!(headroom.iter().all(|f| f.found == "priority 5: 1024"));
+    assert_eq!(headroom.iter().map(|f| f.ports.len()).sum::<usize>(), 4);
+}
+
+#[test]
+fn a_leaf_advertising_wrong_pfc_to_many_hosts_is_one_finding() {
+    let mut i = example();
+    let leaf04 = i.switches.iter_mut().find(|s| s.name == "leaf04").unwrap();
+    for (port, host) in [("Ethernet3/1", "node05"), ("Ethernet4/1", "node06")] {
+        leaf04.ports.0.push(intent::Port {
+            name: port.into(),
+            peer: intent::Peer {
+                system: host.into(),
+                interface: "ens1f1np1".into(),
+            },
+            speed_gbps: None,
+            address: None,
+        });
+    }
+    let plan = FabricPlan::new(&i);
+    let mut evidence = Evidence::default();
+    for (host, port) in [
+        ("node03", "Ethernet1/1"),
+        ("node04", "Ethernet2/1"),
+        ("node05", "Ethernet3/1"),
+        ("node06", "Ethernet4/1"),
+    ] {
+        evidence.lldp.push(host_table(
+            host,
+            vec![("ens1f1np1", neighbor("leaf04", port, Some(vec![4])))],
+        ));
+    }
+    let report = check::check(&plan, &evidence);
+    let pfc = only(&report, Kind::Pfc);
+    assert_eq!(pfc.len(), 1, "{report:#?}");
+    let f = pfc[0];
+    assert_eq!(f.source, Source::Advertised);
+    assert_eq!(
+        f.ports,
+        ["Ethernet1/1", "Ethernet2/1", "Ethernet3/1", "Ethernet4/1"]
+    );
+    assert_eq!(
+        f.heard_by,
+        [
+            "node03 ens1f1np1",
+            "node04 ens1f1np1",
+            "node05 ens1f1np1",
+            "node06 ens1f1np1"
+        ]
+    );
+    assert_eq!((f.host.as_deref(), f.nic.as_deref()), (None, None));
+    let shown = f.to_string();
+    assert!(
+        shown.starts_with(
+            "error[pfc] leaf04 Ethernet1/1,Ethernet2/1,Ethernet3/1,Ethernet4/1 / heard by node03 \
+             ens1f1np1, node04 ens1f1np1, node05 ens1f1np1, node06 ens1f1np1: leaf04 advertises \
+             PFC on 4 over DCBX, the intent says 3"
+        ),
+        "{shown}"
+    );
+}
+
+#[test]
+fn interface_trust_on_eos_overrides_the_profile() {
+    let i = example();
+    let plan = FabricPlan::new(&i);
+    let sp = plan.switch("leaf03").unwrap();
+    let text = render::eos::render(&plan, sp, EosPlatform::Strata, "").replace(
+        "interface Ethernet2/1\n   description node04/ens1f0np0\n",
+        "interface Ethernet2/1\n   description node04/ens1f0np0\n   qos trust cos\n",
+    );
+    let report = check::check(
+        &plan,
+        &evidence_for("leaf03", observe::parse(SwitchOs::Eos, &text).unwrap()),
+    );
+    let trust = only(&report, Kind::Trust);
+    assert_eq!(trust.len(), 1, "{report:#?}");
+    assert_eq!(trust[0].ports, ["Ethernet2/1"]);
+    assert_eq!(report.findings.len(), 1, "{report:#?}");
 }

@@ -175,6 +175,9 @@ fn an_intent_generated_from_the_fabric_is_valid_and_matches_it() {
         fabric: "gpu-a".into(),
         leaf_os: SwitchOs::Cumulus,
         spine_os: SwitchOs::Eos,
+        leaf_version: Some("5.15".into()),
+        spine_version: Some("4.33".into()),
+        spine_platform: Some(spinel_switch_config::intent::software::EosPlatform::Sand),
         ..Template::default()
     };
     let generated = intent_from_fabric(&fabric, &t).unwrap();

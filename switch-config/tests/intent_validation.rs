@@ -17,6 +17,7 @@ switches:
   - name: leaf01
     role: leaf
     os: cumulus
+    version: '5.15'
     networks:
       - {rail: rail0, vlan: 100, subnet: 10.0.0.0/24, gateway: 10.0.0.1}
     ports:
@@ -26,6 +27,8 @@ switches:
   - name: leaf02
     role: leaf
     os: eos
+    platform: strata
+    version: 4.33.1F
     networks:
       - {rail: rail1, vlan: 101, subnet: 10.0.1.0/24, gateway: 10.0.1.1}
     ports:
@@ -35,6 +38,7 @@ switches:
   - name: spine01
     role: spine
     os: cumulus
+    version: 5.12.1
 ";
 
 fn example() -> PathBuf {
@@ -195,7 +199,7 @@ fn wrong_types_name_the_field_and_the_switch() {
         msg.starts_with("test.yaml: switches[1].speed_gbps (switch leaf02): "),
         "{msg}"
     );
-    assert!(msg.contains("line 19 column 17: invalid u32"), "{msg}");
+    assert!(msg.contains("line 20 column 17: invalid u32"), "{msg}");
 }
 
 #[test]
@@ -217,7 +221,8 @@ fn a_port_listed_twice_is_a_duplicate_key() {
         "      swp2: node02/eth0\n      swp1: node03/eth0\n",
     );
     let msg = parse(&text).unwrap_err().to_string();
-    assert!(msg.contains("duplicate mapping key"), "{msg}");
+    assert!(msg.contains("the key swp1 appears twice"), "{msg}");
+    assert!(msg.starts_with("test.yaml: switches[0].ports"), "{msg}");
 }
 
 #[test]
@@ -295,6 +300,120 @@ fn an_alias_bomb_is_refused() {
     let msg = parse(&text).unwrap_err().to_string();
     assert!(started.elapsed().as_secs() < 5, "the bomb was expanded");
     assert!(msg.contains("test.yaml"), "{msg}");
+}
+
+#[test]
+fn an_alias_flood_is_said_in_words() {
+    let flood = format!("rails:\n  - &r {{name: rail0}}\n{}", "  - *r\n".repeat(150));
+    let text = BASE.replace(
+        "rails:\n  - {name: rail0, nic: eth0}\n  - {name: rail1, nic: eth1}\n",
+        &flood,
+    );
+    let msg = parse(&text).unwrap_err().to_string();
+    // Which limit, and why it exists; no parser-internal names.
+    assert!(
+        msg.contains("too big to read: 150 aliases of 1 anchor(s), more than 10 per anchor"),
+        "{msg}"
+    );
+    assert!(msg.contains("alias flood"), "{msg}");
+    assert!(
+        !msg.contains("AliasAnchorRatio") && !msg.contains("budget"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_duplicate_key_names_its_field() {
+    let text = BASE.replace("fabric: lab\n", "fabric: lab\nfabric: lab2\n");
+    let msg = parse(&text).unwrap_err().to_string();
+    assert!(msg.starts_with("test.yaml: fabric: "), "{msg}");
+    assert!(msg.contains("the key fabric appears twice"), "{msg}");
+    assert!(
+        !msg.contains('?') && !msg.contains("DuplicateKeyPolicy"),
+        "{msg}"
+    );
+    let text = BASE.replace("    role: spine\n", "    role: spine\n    role: leaf\n");
+    let msg = parse(&text).unwrap_err().to_string();
+    assert!(
+        msg.starts_with("test.yaml: switches[2].role (switch spine01): "),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_huge_name_is_cut_in_every_message() {
+    let huge = "x".repeat(10 * 1024 * 1024);
+    let text = BASE.replace("name: spine01", &format!("name: '{huge}/'"));
+    let all: String = issues(&text).iter().map(|i| format!("{i}\n")).collect();
+    assert!(!all.is_empty());
+    assert!(all.len() < 64 * 1024, "{} bytes of errors", all.len());
+    assert!(
+        all.contains("(10485761 bytes)"),
+        "{}",
+        &all[..all.len().min(2000)]
+    );
+}
+
+#[test]
+fn a_fifo_is_refused_without_blocking() {
+    let dir = tempdir("fifo");
+    let fifo = dir.join("intent.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("coreutils' mkfifo");
+    assert!(made.success());
+    // No writer ever opens it: reading would block forever.
+    let e = intent::load(&fifo).unwrap_err();
+    assert!(
+        matches!(e, IntentError::NotRegular { kind: "a FIFO", .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("a FIFO, not a regular file"), "{e}");
+    let e = intent::load(&dir).unwrap_err();
+    assert!(
+        e.to_string().contains("a directory, not a regular file"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn software_releases_are_known_or_refused_with_the_list() {
+    let text = BASE.replace("version: '5.15'", "version: '5.8'");
+    let e = the_error(&text, "switches[leaf01].version");
+    assert!(
+        e.contains("Cumulus Linux \"5.8\" is not a release this renderer knows; known: 5.9, 5.10"),
+        "{e}"
+    );
+    assert!(e.contains("5.18"), "{e}");
+    let e = the_error(
+        &BASE.replace("    version: 4.33.1F\n", ""),
+        "switches[leaf02].version",
+    );
+    assert!(e.contains("known") || e.contains("one of 4.30"), "{e}");
+    let e = the_error(
+        &BASE.replace("    platform: strata\n", ""),
+        "switches[leaf02].platform",
+    );
+    assert!(e.contains("strata") && e.contains("sand"), "{e}");
+    let e = the_error(
+        &BASE.replace(
+            "    version: '5.15'\n",
+            "    version: '5.15'\n    platform: sand\n",
+        ),
+        "switches[leaf01].platform",
+    );
+    assert!(e.contains("EOS switches only"), "{e}");
+    let sonic = BASE.replace(
+        "os: cumulus\n    version: 5.12.1",
+        "os: sonic\n    buffer_bytes: 1000000000\n    version: '202411'",
+    );
+    let e = the_error(&sonic, "switches[spine01].version");
+    assert!(e.contains("remove the version"), "{e}");
+    let forward = format!("{BASE}roce:\n  pfc:\n    watchdog: {{action: forward}}\n");
+    let e = the_error(&forward, "roce.pfc.watchdog.action (switch leaf02)");
+    assert!(e.contains("no forward"), "{e}");
 }
 
 #[test]

@@ -154,6 +154,8 @@ fn build(shape: &Shape, roce: RoceProfile) -> Intent {
                 name: format!("leaf{idx}"),
                 role: SwitchRole::Leaf,
                 os: o,
+                version: spinel_switch_config::synthetic::release(o, idx),
+                platform: spinel_switch_config::synthetic::platform(o, true),
                 networks: vec![Network {
                     rail: format!("rail{r}"),
                     vlan: 100 + r as u16,
@@ -174,6 +176,8 @@ fn build(shape: &Shape, roce: RoceProfile) -> Intent {
             name: format!("spine{s}"),
             role: SwitchRole::Spine,
             os: spine_os(s),
+            version: spinel_switch_config::synthetic::release(spine_os(s), s),
+            platform: spinel_switch_config::synthetic::platform(spine_os(s), false),
             networks: Vec::new(),
             ports: Ports::default(),
             speed_gbps: None,
@@ -227,10 +231,10 @@ proptest! {
             let want = state::expected(&plan, sp);
             let got = match sp.switch.os {
                 SwitchOs::Cumulus => {
-                    let from_json = observe::parse(SwitchOs::Cumulus, &nvue::to_tree(&nvue::commands(&plan, sp)).to_string()).unwrap();
+                    let from_json = observe::parse(SwitchOs::Cumulus, &nvue::to_tree(&nvue::commands(&plan, sp, nvue::syntax(sp).unwrap())).to_string()).unwrap();
                     prop_assert_eq!(&from_json, &want);
                     let tree = observe::nvue::parse_tree(&r.files[1].text).unwrap();
-                    prop_assert!(diff::nvue::commands(&nvue::commands(&plan, sp), &tree).is_empty());
+                    prop_assert!(diff::nvue::commands(&nvue::commands(&plan, sp, nvue::syntax(sp).unwrap()), &tree).is_empty());
                     observe::parse(SwitchOs::Cumulus, &r.files[1].text).unwrap()
                 }
                 SwitchOs::Sonic => {

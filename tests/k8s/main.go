@@ -47,6 +47,15 @@ type config struct {
 }
 
 func main() {
+	// Node-side peers of the test tier, in the same binary so there is one Go build.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "podresources":
+			os.Exit(podResourcesMain(os.Args[2:]))
+		case "cni":
+			os.Exit(cniMain(os.Args[2:]))
+		}
+	}
 	var c config
 	fs := flag.NewFlagSet("spinel-k8s", flag.ContinueOnError)
 	fs.StringVar(&c.dataDir, "data-dir", "", "directory for etcd data, certificates and keys (required; reused on restart)")

@@ -5,17 +5,26 @@
 use hostnet::netlink::RouteSocket;
 use hostnet::netns::NetNs;
 
-use crate::config::Config;
+use hostnet::sriov::PciAddress;
+use serde_json::Value;
+
+use crate::config::{Config, is_valid_plugin_name};
 use crate::ipam::Target;
 use crate::journal::AttachmentKey;
 use crate::node::{Node, journal_error};
 use crate::settings::Settings;
 use crate::spec::env::Invocation;
-use crate::spec::{CniError, ErrorCode};
+use crate::spec::{CniError, ErrorCode, Version};
 use crate::teardown::{Released, retry_pending_releases, teardown};
 
-/// Runs DEL.
-pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), CniError> {
+/// Runs DEL. `config` is `None` when the configuration did not validate: DEL then goes by the
+/// record alone, and without one releases through IPAM at best effort and succeeds.
+pub fn run(
+    inv: &Invocation,
+    config: Option<&Config>,
+    stdin: &[u8],
+    settings: Settings,
+) -> Result<(), CniError> {
     let mut node = Node::open(settings)?;
     let key = AttachmentKey {
         container_id: inv.container_id.clone(),
@@ -24,7 +33,7 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
     let Some(record) = node.journal.load(&key).map_err(journal_error)? else {
         node.journal.remove_dead_temporaries(&key);
         refuse_unaccounted_device(&node, inv)?;
-        release_addresses_without_record(&node, inv, config);
+        release_addresses_without_record(&node, inv, config, stdin);
         retry_pending_releases(&node, &inv.path, Some(1));
         return Ok(());
     };
@@ -47,8 +56,35 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<(), 
 
 /// Nothing of ours is recorded (a repeated DEL, or an ADD that failed validation). The spec
 /// still wants the IPAM plugin told; it is idempotent, so failures here are only logged.
-fn release_addresses_without_record(node: &Node, inv: &Invocation, config: &Config) {
-    let Some(kind) = config.conf.ipam_type() else {
+/// A configuration that did not validate is read only for `ipam.type`, a checked plugin name.
+fn release_addresses_without_record(
+    node: &Node,
+    inv: &Invocation,
+    config: Option<&Config>,
+    stdin: &[u8],
+) {
+    let lenient;
+    let (raw, version) = match config {
+        Some(c) => (&c.raw, c.version()),
+        None => {
+            let Ok(raw) = serde_json::from_slice::<Value>(stdin) else {
+                return;
+            };
+            let version = raw
+                .get("cniVersion")
+                .and_then(Value::as_str)
+                .and_then(Version::parse)
+                .unwrap_or(Version::CURRENT);
+            lenient = raw;
+            (&lenient, version)
+        }
+    };
+    let Some(kind) = raw
+        .get("ipam")
+        .and_then(|i| i.get("type"))
+        .and_then(Value::as_str)
+        .filter(|k| is_valid_plugin_name(k) && *k != "spinel")
+    else {
         return;
     };
     let target = Target {
@@ -60,13 +96,15 @@ fn release_addresses_without_record(node: &Node, inv: &Invocation, config: &Conf
     };
     if let Err(e) = node
         .ipam(kind, &inv.path)
-        .and_then(|ipam| ipam.del(&config.raw, config.version(), &target))
+        .and_then(|ipam| ipam.del(raw, version, &target))
     {
         tracing::warn!(attachment = %format!("{}/{}", inv.container_id, inv.ifname), "IPAM DEL without a record: {e}");
     }
 }
 
-/// Without a record, an interface in the pod that carries a Spinel marker was attached with
+/// Without a record, an interface in the pod that carries a Spinel marker is either another
+/// recorded attachment's (an ADD of this container that never completed, in a namespace where
+/// another attachment holds the name: nothing of this DEL's is there) or was attached with
 /// other node settings (another state directory): answering success would leave it out of
 /// the host for good, so the answer says what happened instead.
 fn refuse_unaccounted_device(node: &Node, inv: &Invocation) -> Result<(), CniError> {
@@ -79,15 +117,41 @@ fn refuse_unaccounted_device(node: &Node, inv: &Invocation) -> Result<(), CniErr
     else {
         return Ok(());
     };
-    match link.alias.as_deref() {
-        Some(alias) if alias.starts_with("spinel:") => Err(CniError::new(
-            ErrorCode::State,
-            format!(
-                "interface {} in the pod is a Spinel attachment ({alias}) but {} holds no record of it: ADD ran with other node settings; run DEL with the settings ADD used (/etc/spinel/cni.json)",
-                inv.ifname,
-                node.journal.dir().display()
-            ),
-        )),
-        _ => Ok(()),
+    let Some(alias) = link.alias.as_deref().filter(|a| a.starts_with("spinel:")) else {
+        return Ok(());
+    };
+    if let Some(owner) = recorded_owner(node, alias) {
+        tracing::info!(
+            "interface {} in the pod belongs to attachment {owner} ({alias}); nothing of {}/{} to release",
+            inv.ifname,
+            inv.container_id,
+            inv.ifname
+        );
+        return Ok(());
     }
+    Err(CniError::new(
+        ErrorCode::State,
+        format!(
+            "interface {} in the pod is a Spinel attachment ({alias}) but {} holds no record of it: ADD ran with other node settings; run DEL with the settings ADD used (/etc/spinel/cni.json)",
+            inv.ifname,
+            node.journal.dir().display()
+        ),
+    ))
+}
+
+/// The recorded attachment a marker names: the holder of the VF's claim (`spinel:vf:<pci>`),
+/// or the attachment a macvlan names (`spinel:macvlan:<container>/<ifname>`), if its record
+/// exists in this journal.
+fn recorded_owner(node: &Node, alias: &str) -> Option<AttachmentKey> {
+    let owner = if let Some(pci) = alias.strip_prefix("spinel:vf:") {
+        let pci: PciAddress = pci.parse().ok()?;
+        node.journal.claim(&pci).ok().flatten()?
+    } else {
+        let (container_id, ifname) = alias.strip_prefix("spinel:macvlan:")?.rsplit_once('/')?;
+        AttachmentKey {
+            container_id: container_id.to_owned(),
+            ifname: ifname.to_owned(),
+        }
+    };
+    (owner.is_valid() && node.journal.load(&owner).ok().flatten().is_some()).then_some(owner)
 }

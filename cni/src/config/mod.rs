@@ -67,14 +67,14 @@ pub struct NetConf {
     /// Trusted VF, `on` or `off` (default `off`).
     #[serde(default)]
     pub trust: Option<OnOff>,
-    /// VF link state: `auto`, `enable` or `disable` (default `auto`).
-    #[serde(default)]
+    /// VF link state: `auto`, `enable` or `disable` (default `auto`). sriov-cni: `link_state`.
+    #[serde(default, alias = "link_state")]
     pub link_state: Option<VfLinkMode>,
-    /// Minimum TX rate in Mbit/s (default 0: none).
-    #[serde(default)]
+    /// Minimum TX rate in Mbit/s (default 0: none). sriov-cni: `min_tx_rate`.
+    #[serde(default, alias = "min_tx_rate")]
     pub min_tx_rate: Option<u32>,
-    /// Maximum TX rate in Mbit/s (default 0: none).
-    #[serde(default)]
+    /// Maximum TX rate in Mbit/s (default 0: none). sriov-cni: `max_tx_rate`.
+    #[serde(default, alias = "max_tx_rate")]
     pub max_tx_rate: Option<u32>,
     /// `vf` (default): move the VF's netdev into the pod. `macvlan`: create a macvlan on
     /// `pfName` inside the pod and share the PF's RDMA device.
@@ -117,6 +117,11 @@ pub struct NetConf {
     /// Log level for this network: `error`, `warn`, `info` or `debug`.
     #[serde(default)]
     pub log_level: Option<LogLevel>,
+    /// sriov-cni's log file: accepted so its NADs work unchanged, never opened. Spinel logs to
+    /// stderr, which the runtime keeps; root does not write where a pod-reachable
+    /// configuration points.
+    #[serde(default)]
+    pub log_file: Option<String>,
     /// GC: the attachments that must be kept.
     #[serde(rename = "cni.dev/valid-attachments", default)]
     pub valid_attachments: Option<Vec<AttachmentRef>>,
@@ -190,9 +195,11 @@ pub struct AttachmentRef {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
-    /// Errors only.
+    /// Errors only (sriov-cni's `panic` too).
+    #[serde(alias = "panic")]
     Error,
-    /// Warnings and errors.
+    /// Warnings and errors (sriov-cni's `warning` too).
+    #[serde(alias = "warning")]
     Warn,
     /// Progress of each attachment.
     Info,
@@ -247,7 +254,9 @@ impl Config {
             Some(Value::String(v)) if Version::parse(v).is_none() => {
                 return Err(CniError::new(
                     ErrorCode::IncompatibleVersion,
-                    format!("cniVersion {v:?} is not supported (supported: 0.4.0, 1.0.0, 1.1.0)"),
+                    format!(
+                        "cniVersion {v:?} is not supported (supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)"
+                    ),
                 ));
             }
             None => return Err(invalid("cniVersion: missing")),
@@ -521,15 +530,35 @@ mod tests {
         );
     }
 
+    /// A NetworkAttachmentDefinition written for sriov-cni (its configuration reference, every
+    /// field) works with only `type` changed; its keys are aliases of ours.
+    #[test]
+    fn sriov_cni_configuration_is_accepted() {
+        let c = parse(r#"{"cniVersion":"0.3.1","name":"sriov-net","type":"spinel","deviceID":"0000:03:02.0","mac":"CA:FE:C0:FF:EE:00","vlan":1000,"vlanQoS":4,"vlanProto":"802.1ad","min_tx_rate":100,"max_tx_rate":200,"spoofchk":"off","trust":"on","link_state":"enable","logLevel":"warning","logFile":"/tmp/sriov.log","capabilities":{"mac":true,"ips":true},"ipam":{"type":"host-local","subnet":"10.56.0.0/24"}}"#).unwrap();
+        let vf = c.conf.vf_attributes().unwrap();
+        assert_eq!((vf.vlan, vf.qos, vf.proto), (1000, 4, VlanProto::Dot1Ad));
+        assert_eq!((vf.min_tx_rate, vf.max_tx_rate), (100, 200));
+        assert_eq!(vf.link_state, VfLinkMode::Enable);
+        assert!(!vf.spoofchk && vf.trust);
+        assert_eq!(c.conf.log_level, Some(LogLevel::Warn));
+        assert_eq!(c.version(), Version::V0_3_1);
+        // Both spellings at once is ambiguous.
+        let e = parse(r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","linkState":"auto","link_state":"enable"}"#).unwrap_err();
+        assert!(e.msg.contains("duplicate field"), "{e}");
+        let c = parse(r#"{"cniVersion":"1.0.0","name":"n","type":"spinel","vlanProto":"802.1q","vlan":5,"logLevel":"panic"}"#).unwrap();
+        assert_eq!(c.conf.vf_attributes().unwrap().proto, VlanProto::Dot1Q);
+        assert_eq!(c.conf.log_level, Some(LogLevel::Error));
+    }
+
     #[test]
     fn codes_and_field_names() {
         let cases = [
             ("{", ErrorCode::Decode, "JSON"),
             ("[1]", ErrorCode::Decode, "object"),
             (
-                r#"{"cniVersion":"0.3.1","name":"n","type":"spinel"}"#,
+                r#"{"cniVersion":"0.2.0","name":"n","type":"spinel"}"#,
                 ErrorCode::IncompatibleVersion,
-                "0.3.1",
+                "0.2.0",
             ),
             (
                 r#"{"name":"n","type":"spinel"}"#,

@@ -1,4 +1,4 @@
-//! The CNI protocol (spec 1.1.0, also 1.0.0 and 0.4.0): environment, errors, results.
+//! The CNI protocol (spec 1.1.0, also 1.0.0, 0.4.0 and 0.3.x): environment, errors, results.
 
 pub mod args;
 pub mod env;

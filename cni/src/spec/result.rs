@@ -137,7 +137,7 @@ impl CniResult {
             .iter()
             .map(|ip| {
                 let mut m = Map::new();
-                if version == Version::V0_4_0 {
+                if version < Version::V1_0_0 {
                     let family = if ip.address.addr().is_ipv4() {
                         "4"
                     } else {

@@ -7,6 +7,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// A CNI spec version this plugin accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Version {
+    /// 0.3.0: what older NADs (sriov-cni's examples among them) still say.
+    V0_3_0,
+    /// 0.3.1: the same result shape.
+    V0_3_1,
     /// 0.4.0: adds CHECK.
     V0_4_0,
     /// 1.0.0: drops `ips[].version`, makes `interfaces` mandatory.
@@ -17,7 +21,13 @@ pub enum Version {
 
 impl Version {
     /// Every supported version, oldest first.
-    pub const ALL: [Version; 3] = [Version::V0_4_0, Version::V1_0_0, Version::V1_1_0];
+    pub const ALL: [Version; 5] = [
+        Version::V0_3_0,
+        Version::V0_3_1,
+        Version::V0_4_0,
+        Version::V1_0_0,
+        Version::V1_1_0,
+    ];
 
     /// The newest supported version.
     pub const CURRENT: Version = Version::V1_1_0;
@@ -25,6 +35,8 @@ impl Version {
     /// The version's text.
     pub fn as_str(self) -> &'static str {
         match self {
+            Version::V0_3_0 => "0.3.0",
+            Version::V0_3_1 => "0.3.1",
             Version::V0_4_0 => "0.4.0",
             Version::V1_0_0 => "1.0.0",
             Version::V1_1_0 => "1.1.0",
@@ -54,7 +66,7 @@ impl<'de> Deserialize<'de> for Version {
         let s = String::deserialize(d)?;
         Self::parse(&s).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "unsupported cniVersion {s:?} (supported: 0.4.0, 1.0.0, 1.1.0)"
+                "unsupported cniVersion {s:?} (supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)"
             ))
         })
     }
@@ -87,14 +99,18 @@ mod tests {
         let debian = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"].map(String::from);
         assert_eq!(negotiate(Version::V1_1_0, &debian), Some(Version::V1_0_0));
         assert_eq!(negotiate(Version::V0_4_0, &debian), Some(Version::V0_4_0));
-        assert_eq!(negotiate(Version::V1_1_0, &["0.3.1".to_string()]), None);
+        assert_eq!(negotiate(Version::V1_1_0, &["0.2.0".to_string()]), None);
+        assert_eq!(
+            negotiate(Version::V1_1_0, &["0.3.1".to_string()]),
+            Some(Version::V0_3_1)
+        );
     }
 
     #[test]
     fn version_info_lists_all() {
         let v = version_info("1.0.0");
         assert_eq!(v["cniVersion"], "1.0.0");
-        assert_eq!(v["supportedVersions"].as_array().unwrap().len(), 3);
+        assert_eq!(v["supportedVersions"].as_array().unwrap().len(), 5);
         assert_eq!(version_info("9.9.9")["cniVersion"], "1.1.0");
     }
 }

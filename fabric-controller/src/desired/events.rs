@@ -4,13 +4,12 @@
 //! refuses the duplicates (AlreadyExists), instead of repeating every finding.
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use spinel_api::crd::{FABRIC_NAME, GROUP, VERSION};
+use spinel_kube::events::{Reporter, camel, node_ref};
 use topo_discovery::fabric::{Finding, Severity};
 
 /// The namespace of Events about cluster-scoped objects (as the kubelet does for Nodes).
-pub const EVENT_NAMESPACE: &str = "default";
+pub const EVENT_NAMESPACE: &str = spinel_kube::events::CLUSTER_SCOPED_NAMESPACE;
 
 /// The `reportingController` of every Event.
 pub const REPORTING_CONTROLLER: &str = "fabric.spinel.dev/fabric-controller";
@@ -75,81 +74,43 @@ pub fn for_unusable(node: &str, why: &str) -> EventSpec {
     }
 }
 
-/// `<subject>.<16 hex digits>`, a valid object name of at most 253 characters.
+/// `<subject>.spinel-<16 hex digits>`: see [`spinel_kube::events::event_name`].
 fn event_name(regarding: &Regarding, about: &str) -> String {
     let subject = match regarding {
         Regarding::Node(n) => n.as_str(),
         Regarding::Fabric => FABRIC_NAME,
     };
-    // Node names are DNS subdomains; cut long ones at a dot-free, dash-free end.
-    let mut cut = subject.get(..200).unwrap_or(subject);
-    cut = cut.trim_end_matches(['.', '-']);
-    format!("{cut}.spinel-{:016x}", fnv1a(about.as_bytes()))
+    spinel_kube::events::event_name(subject, about)
 }
 
-/// FNV-1a, 64 bits: stable across builds and platforms (unlike `DefaultHasher`).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-/// `swapped_rail` -> `SwappedRail`.
-fn camel(snake: &str) -> String {
-    snake
-        .split('_')
-        .map(|w| {
-            let mut c = w.chars();
-            c.next()
-                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                .unwrap_or_default()
-        })
-        .collect()
-}
-
-/// The `events.k8s.io/v1` object for `spec`, reported by controller replica `instance`.
-pub fn to_event(spec: &EventSpec, instance: &str, now: MicroTime) -> Event {
-    let regarding = match &spec.regarding {
-        // Kubelets use the node name as the reference's uid; `kubectl describe node` finds
-        // Events by either.
-        Regarding::Node(n) => ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Node".into()),
-            name: Some(n.clone()),
-            uid: Some(n.clone()),
-            ..ObjectReference::default()
-        },
-        Regarding::Fabric => ObjectReference {
-            api_version: Some(format!("{GROUP}/{VERSION}")),
-            kind: Some("Fabric".into()),
-            name: Some(FABRIC_NAME.into()),
-            ..ObjectReference::default()
-        },
-    };
-    let mut note = spec.note.clone();
-    if note.len() > 1024 {
-        let mut end = 1021;
-        while !note.is_char_boundary(end) {
-            end -= 1;
+impl EventSpec {
+    /// The Event to tell, in the form the shared Event writer takes.
+    pub fn to_kube(&self) -> spinel_kube::events::EventSpec {
+        let regarding = match &self.regarding {
+            Regarding::Node(n) => node_ref(n),
+            Regarding::Fabric => ObjectReference {
+                api_version: Some(format!("{GROUP}/{VERSION}")),
+                kind: Some("Fabric".into()),
+                name: Some(FABRIC_NAME.into()),
+                ..ObjectReference::default()
+            },
+        };
+        spinel_kube::events::EventSpec {
+            name: self.name.clone(),
+            regarding,
+            warning: self.warning,
+            reason: self.reason.clone(),
+            action: "InferFabric".into(),
+            note: self.note.clone(),
         }
-        note.truncate(end);
-        note.push_str("...");
     }
-    Event {
-        metadata: ObjectMeta {
-            name: Some(spec.name.clone()),
-            namespace: Some(EVENT_NAMESPACE.into()),
-            ..ObjectMeta::default()
-        },
-        action: Some("InferFabric".into()),
-        event_time: Some(now),
-        note: Some(note),
-        reason: Some(spec.reason.clone()),
-        regarding: Some(regarding),
-        reporting_controller: Some(REPORTING_CONTROLLER.into()),
-        reporting_instance: Some(instance.chars().take(128).collect()),
-        type_: Some(if spec.warning { "Warning" } else { "Normal" }.into()),
-        ..Event::default()
+}
+
+/// Who reports the controller's Events: replica `instance`.
+pub fn reporter(instance: &str) -> Reporter {
+    Reporter {
+        controller: REPORTING_CONTROLLER.into(),
+        instance: instance.to_owned(),
     }
 }
 
@@ -192,10 +153,11 @@ mod tests {
         let long = "n".repeat(253);
         let spec = for_finding(&finding(Some(&long), "x", &"é".repeat(2000)));
         assert!(spec.name.len() <= 253, "{}", spec.name.len());
-        let e = to_event(
-            &spec,
-            "replica-1",
-            MicroTime(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+        let e = reporter("replica-1").event(
+            &spec.to_kube(),
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ),
         );
         assert!(e.note.as_ref().unwrap().len() <= 1024);
         assert_eq!(e.type_.as_deref(), Some("Warning"));

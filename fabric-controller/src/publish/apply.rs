@@ -5,17 +5,15 @@
 use std::collections::HashSet;
 
 use futures::StreamExt as _;
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use spinel_api::crd::{FabricStatus, NodeFabric, NodeFabricStatus};
 use spinel_api::kueue::Topology;
 use spinel_api::volcano::HyperNode;
+use spinel_kube::lease::Leadership;
 
 use super::plan::{Observed, Write};
-use crate::desired::events::{EVENT_NAMESPACE, to_event};
-use crate::lease::Leadership;
+use crate::desired::events::{EVENT_NAMESPACE, reporter};
 use crate::observed::rv_of;
 
 /// The field manager of everything the controller writes.
@@ -115,7 +113,7 @@ impl Writer {
     }
 
     async fn one(&self, write: Write) -> Answer {
-        if !self.leadership.may_write() {
+        if !self.leadership.may_act() {
             return Answer::NotLeading;
         }
         let what = describe(&write);
@@ -175,15 +173,10 @@ impl Writer {
                 Ok(Answer::Fabric(name, rv_of(&got), got.status))
             }
             Write::Event(spec) => {
-                let api: Api<Event> = Api::namespaced(self.client.clone(), EVENT_NAMESPACE);
-                let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
-                let event = to_event(&spec, &self.identity, now);
-                match api.create(&PostParams::default(), &event).await {
-                    Ok(_) => {}
-                    // Created by this or an earlier replica: the finding is already told.
-                    Err(kube::Error::Api(s)) if s.code == 409 => {}
-                    Err(e) => return Err(e),
-                }
+                // Told now, or by this or an earlier replica: the finding is told either way.
+                reporter(&self.identity)
+                    .tell(&self.client, &spec.to_kube())
+                    .await?;
                 Ok(Answer::Event(spec.name))
             }
         }

@@ -8,6 +8,7 @@
 mod addr;
 mod link;
 mod neigh;
+mod nsid;
 mod route;
 mod rule;
 mod socket;
@@ -17,7 +18,7 @@ mod virtual_links;
 pub use addr::Address;
 pub use link::{Link, LinkChange};
 pub use neigh::Neighbour;
-pub use route::Route;
+pub use route::{Route, STATIC_PROTOCOL};
 pub use rule::Rule;
 pub use socket::{NetlinkError, NetlinkErrorKind, Socket};
 pub use vf::{ParseVfValueError, VfLinkMode, VfSettings, VlanProto};

@@ -9,16 +9,17 @@ use spinel_switch_config::check::{self, Evidence, Report};
 use spinel_switch_config::diff;
 use spinel_switch_config::fabric::{Template, check_cabling, intent_from_fabric};
 use spinel_switch_config::host::kernel::{self, Roots};
+use spinel_switch_config::intent::software::{CUMULUS_RELEASES, EOS_RELEASES, EosPlatform};
 use spinel_switch_config::intent::{self, Intent, Issue, SwitchOs};
 use spinel_switch_config::observe;
 use spinel_switch_config::plan::FabricPlan;
-use spinel_switch_config::render::{self, RenderedFile, nvue, sonic};
+use spinel_switch_config::render::{self, nvue, sonic};
 
-use super::inputs;
 use super::{
     CablingArgs, CheckArgs, DiffArgs, EXIT_FINDINGS, HostStateArgs, IntentArgs, RenderArgs,
     ValidateArgs,
 };
+use super::{inputs, outdir};
 
 fn load(path: &Path) -> anyhow::Result<Intent> {
     Ok(intent::load(path)?)
@@ -60,22 +61,27 @@ pub fn render(a: &RenderArgs) -> anyhow::Result<ExitCode> {
     let running = inputs::running(&i, &a.running)?;
     let mut written = 0usize;
     let notes = if a.switches.is_empty() {
-        // Streamed: a large fabric's files never all sit in memory.
-        render::each(&plan, &running, |f| {
-            written += 1;
-            write_files(&a.out, std::slice::from_ref(&f))
+        // Streamed into a new tree that replaces --out only when complete: a large fabric's
+        // files never all sit in memory, and a failure leaves the previous output whole.
+        outdir::replace_whole(&a.out, |sink| {
+            render::each(&plan, &running, |f| {
+                written += 1;
+                sink(f)
+            })
         })?
     } else {
         let mut notes = Vec::new();
+        let mut files = Vec::new();
         for name in &a.switches {
             let sp = plan
                 .switch(name)
                 .with_context(|| format!("no switch {name} in the intent"))?;
             let r = render::switch(&plan, sp, &running);
-            written += r.files.len();
-            write_files(&a.out, &r.files)?;
+            files.extend(r.files);
             notes.extend(r.notes);
         }
+        written = files.len();
+        outdir::replace_files(&a.out, &files)?;
         notes
     };
     for n in &notes {
@@ -83,19 +89,6 @@ pub fn render(a: &RenderArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("wrote {written} files to {}", a.out.display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes each file atomically (temporary file, then rename). Names come from validated
-/// switch and host names, so they never leave `out`.
-fn write_files(out: &Path, files: &[RenderedFile]) -> anyhow::Result<()> {
-    for f in files {
-        let path = out.join(&f.name);
-        let dir = path.parent().unwrap_or(out);
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        crate::output::write_file(&path, |out| Ok(out.write_all(f.text.as_bytes())?))
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
 }
 
 pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
@@ -117,7 +110,9 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         SwitchOs::Cumulus => {
             let tree = observe::nvue::parse_tree(&text)
                 .with_context(|| format!("{}: not an NVUE configuration", a.running.display()))?;
-            let lines = diff::nvue::commands(&nvue::commands(&plan, sp), &tree);
+            let syntax = nvue::syntax(sp)
+                .with_context(|| format!("{}: unknown Cumulus Linux release", a.switch))?;
+            let lines = diff::nvue::commands(&nvue::commands(&plan, sp, syntax), &tree);
             for l in &lines {
                 println!("{l}");
             }
@@ -211,10 +206,18 @@ pub fn host_state(a: &HostStateArgs) -> anyhow::Result<ExitCode> {
 
 pub fn intent(a: &IntentArgs) -> anyhow::Result<ExitCode> {
     let fabric = inputs::fabric(&a.tables)?;
+    let (leaf_version, leaf_platform) =
+        assumed("leaves", a.leaf_os, &a.leaf_version, a.leaf_platform);
+    let (spine_version, spine_platform) =
+        assumed("spines", a.spine_os, &a.spine_version, a.spine_platform);
     let t = Template {
         fabric: a.fabric.clone(),
         leaf_os: a.leaf_os.into(),
         spine_os: a.spine_os.into(),
+        leaf_version,
+        spine_version,
+        leaf_platform,
+        spine_platform,
         speed_gbps: a.speed_gbps,
         buffer_bytes: Some(a.buffer_bytes),
         subnet_pool: a.subnet_pool,
@@ -236,6 +239,43 @@ pub fn intent(a: &IntentArgs) -> anyhow::Result<ExitCode> {
         fabric.hosts.len()
     );
     Ok(code(errors > 0))
+}
+
+/// The release (and EOS platform family) of generated switches: as given, else the newest this
+/// renderer knows, said on stderr so the operator corrects it where the switches run another.
+fn assumed(
+    what: &str,
+    os: super::OsArg,
+    version: &Option<String>,
+    platform: Option<super::PlatformArg>,
+) -> (Option<String>, Option<EosPlatform>) {
+    let os: SwitchOs = os.into();
+    let newest = match os {
+        SwitchOs::Sonic => return (None, None),
+        SwitchOs::Cumulus => CUMULUS_RELEASES.last(),
+        SwitchOs::Eos => EOS_RELEASES.last(),
+    };
+    let version = version.clone().or_else(|| {
+        let v = newest.map(|v| (*v).to_owned());
+        eprintln!(
+            "note: {what}: assuming {} {}; say the release they run with --{}-version",
+            os.as_str(),
+            v.as_deref().unwrap_or_default(),
+            if what == "leaves" { "leaf" } else { "spine" }
+        );
+        v
+    });
+    let platform = (os == SwitchOs::Eos).then(|| {
+        platform.map(EosPlatform::from).unwrap_or_else(|| {
+            eprintln!(
+                "note: {what}: assuming the strata platform family (uc-tx-queue); say it with \
+                 --{}-platform",
+                if what == "leaves" { "leaf" } else { "spine" }
+            );
+            EosPlatform::Strata
+        })
+    });
+    (version, platform)
 }
 
 pub fn cabling(a: &CablingArgs) -> anyhow::Result<ExitCode> {

@@ -26,6 +26,16 @@ pub fn read(path: &Path) -> anyhow::Result<String> {
             .read_to_end(&mut bytes)
             .context("reading stdin")?;
     } else {
+        // Only regular files: a FIFO nobody writes to would block the open forever.
+        let meta =
+            std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+        if !meta.is_file() {
+            bail!(
+                "{}: not a regular file (a FIFO, device or directory); give a file, or - for \
+                 standard input",
+                path.display()
+            );
+        }
         let file =
             std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
         // A regular file's size is known before reading a byte of it.

@@ -1,4 +1,4 @@
-# leaf02 (Cumulus Linux NVUE): rendered by spinelctl from fabric intent gpu-a (spinel.dev/fabric-intent/v1).
+# leaf02 (Cumulus Linux 5.12 NVUE): rendered by spinelctl from fabric intent gpu-a (spinel.dev/fabric-intent/v1).
 # Change the intent and render again rather than editing this file.
 nv set qos roce mode lossless
 nv set qos mapping default-global trust l3
@@ -25,6 +25,7 @@ nv set qos pfc roce-uplink switch-priority 3
 nv set qos pfc roce-uplink cable-length 40
 nv set qos pfc roce-uplink rx enable
 nv set qos pfc roce-uplink tx enable
+nv set qos traffic-pool roce-lossless switch-priority 3
 nv set qos congestion-control default-global traffic-class 3 ecn enable
 nv set qos congestion-control default-global traffic-class 3 max-threshold 1500000
 nv set qos congestion-control default-global traffic-class 3 min-threshold 150000
@@ -76,4 +77,5 @@ nv set interface vlan101 base-interface br_default
 nv set interface vlan101 ip address 10.0.1.1/24
 nv set interface vlan101 link mtu 9100
 nv set system global arp base-reachable-time 1500
+nv unset qos congestion-control default-global traffic-class 0
 nv config apply

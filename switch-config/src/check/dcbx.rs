@@ -16,8 +16,76 @@ use crate::render::nvue::ROCE_UDP_PORT;
 /// host: the switch's fault, already reported here.
 #[derive(Default)]
 pub(super) struct Advertised {
-    pub findings: Vec<Finding>,
+    /// What each NIC heard; [`merge`] makes one finding of what a switch advertised alike to
+    /// many.
+    pub heard: Vec<Heard>,
     pub followed: BTreeSet<(String, Kind)>,
+}
+
+/// One NIC's view of a switch's advertisement: a finding naming that host and NIC.
+pub(super) struct Heard {
+    pub finding: Finding,
+    /// The willing host copied the wrong value.
+    pub copied: bool,
+}
+
+/// One finding per switch fault: what a switch advertised alike on several ports (a wrong
+/// global setting reaches every host) is one finding listing the ports and the hosts that heard
+/// it. Cabling stays per NIC: each NIC hears its own neighbour.
+pub(super) fn merge(heard: Vec<Heard>) -> Vec<Finding> {
+    type Key = (Severity, Kind, Option<String>, String, String);
+    let mut out = Vec::new();
+    let mut groups: std::collections::BTreeMap<Key, Vec<Heard>> = Default::default();
+    for h in heard {
+        if h.finding.kind == Kind::Cabling {
+            out.push(h.finding);
+            continue;
+        }
+        let f = &h.finding;
+        let key = (
+            f.severity,
+            f.kind,
+            f.switch.clone(),
+            f.expected.clone(),
+            f.found.clone(),
+        );
+        groups.entry(key).or_default().push(h);
+    }
+    for group in groups.into_values() {
+        let copied: Vec<String> = group
+            .iter()
+            .filter(|h| h.copied)
+            .filter_map(|h| h.finding.heard_by.first().cloned())
+            .collect();
+        let mut ports: Vec<String> = Vec::new();
+        let mut heard_by: Vec<String> = Vec::new();
+        for h in &group {
+            ports.extend(h.finding.ports.iter().cloned());
+            heard_by.extend(h.finding.heard_by.iter().cloned());
+        }
+        ports.sort_by(|a, b| crate::plan::natural_cmp(a, b));
+        ports.dedup();
+        heard_by.sort();
+        heard_by.dedup();
+        let mut iter = group.into_iter();
+        let Some(first) = iter.next() else { continue };
+        let mut f = first.finding;
+        if iter.next().is_some() {
+            f.host = None;
+            f.nic = None;
+            f.ports = ports;
+            f.heard_by = heard_by;
+        }
+        if !copied.is_empty() {
+            f.message.push_str(&format!(
+                "; the willing host{} {} copied it",
+                if copied.len() > 1 { "s" } else { "" },
+                copied.join(", ")
+            ));
+        }
+        out.push(f);
+    }
+    out
 }
 
 struct Ctx<'p, 'a> {
@@ -35,14 +103,14 @@ impl Ctx<'_, '_> {
         expected: String,
         found: String,
         message: String,
-    ) -> Finding {
+    ) -> Heard {
         let ports = vec![self.nic.port.to_owned()];
         let found_pfc: Vec<u8> = if kind == Kind::Pfc {
             found.split(',').filter_map(|p| p.parse().ok()).collect()
         } else {
             Vec::new()
         };
-        Finding {
+        let finding = Finding {
             severity,
             kind,
             source: Source::Advertised,
@@ -51,9 +119,14 @@ impl Ctx<'_, '_> {
             ports,
             host: Some(self.host.to_owned()),
             nic: Some(self.nic.nic.to_owned()),
+            heard_by: vec![format!("{} {}", self.host, self.nic.nic)],
             expected,
             found,
             message,
+        };
+        Heard {
+            finding,
+            copied: false,
         }
     }
 }
@@ -82,27 +155,26 @@ pub(super) fn check(
             host,
             nic,
         };
-        let Some(neighbor) = neighbor_of(&ctx, &port.neighbors, &mut out.findings) else {
+        let Some(neighbor) = neighbor_of(&ctx, &port.neighbors, &mut out.heard) else {
             continue;
         };
         let reported = |kind| known.contains(&sp.switch.name, nic.port, kind);
         pfc(&ctx, neighbor, state, &reported, &mut out);
-        ets(&ctx, neighbor, &mut out.findings);
-        app(&ctx, neighbor, &reported, &mut out.findings);
-        frame_size(&ctx, neighbor, &reported, &mut out.findings);
+        ets(&ctx, neighbor, &mut out.heard);
+        app(&ctx, neighbor, &reported, &mut out.heard);
+        frame_size(&ctx, neighbor, &reported, &mut out.heard);
         if neighbor.dcbx.pfc.is_none()
             && sp.switch.os != SwitchOs::Sonic
             && !reported(Kind::DcbxTlvs)
         {
-            out.findings.push(ctx.finding(
+            out.heard.push(ctx.finding(
                 Severity::Warning,
                 Kind::DcbxTlvs,
                 "PFC TLV".into(),
                 "none".into(),
                 format!(
-                    "{} {} advertises no DCBX PFC TLV to {host} {}: its PFC cannot be checked from \
-                     the host",
-                    sp.switch.name, nic.port, nic.nic
+                    "{} advertises no DCBX PFC TLV: its PFC cannot be checked from the hosts",
+                    sp.switch.name
                 ),
             ));
         }
@@ -114,7 +186,7 @@ pub(super) fn check(
 fn neighbor_of<'n>(
     ctx: &Ctx<'_, '_>,
     neighbors: &'n [Neighbor],
-    out: &mut Vec<Finding>,
+    out: &mut Vec<Heard>,
 ) -> Option<&'n Neighbor> {
     let leaf = &ctx.sp.switch.name;
     if let Some(n) = neighbors
@@ -159,7 +231,7 @@ fn neighbor_of<'n>(
             )
         },
     );
-    f.fix = Vec::new();
+    f.finding.fix = Vec::new();
     out.push(f);
     None
 }
@@ -188,33 +260,27 @@ fn pfc(
     if reported(Kind::Pfc) {
         return;
     }
-    out.findings.push(ctx.finding(
+    let mut heard = ctx.finding(
         Severity::Error,
         Kind::Pfc,
         comma_list(&ctx.sp.pfc),
         comma_list(&advertised),
         format!(
-            "{} {} advertises PFC on {} (DCBX, heard by {} {}), the intent says {}{}",
+            "{} advertises PFC on {} over DCBX, the intent says {}",
             ctx.sp.switch.name,
-            ctx.nic.port,
             if advertised.is_empty() {
                 "no priority".to_owned()
             } else {
                 comma_list(&advertised)
             },
-            ctx.host,
-            ctx.nic.nic,
             comma_list(&ctx.sp.pfc),
-            if host_follows {
-                "; the willing host copied it"
-            } else {
-                ""
-            }
         ),
-    ));
+    );
+    heard.copied = host_follows;
+    out.heard.push(heard);
 }
 
-fn ets(ctx: &Ctx<'_, '_>, n: &Neighbor, out: &mut Vec<Finding>) {
+fn ets(ctx: &Ctx<'_, '_>, n: &Neighbor, out: &mut Vec<Heard>) {
     let Some(ets) = &n.dcbx.ets_configuration else {
         return;
     };
@@ -242,17 +308,12 @@ fn ets(ctx: &Ctx<'_, '_>, n: &Neighbor, out: &mut Vec<Finding>) {
             Kind::Ets,
             "intent ETS".into(),
             wrong.join(", "),
-            format!(
-                "{} {} advertises ETS {}",
-                ctx.sp.switch.name,
-                ctx.nic.port,
-                wrong.join(", ")
-            ),
+            format!("{} advertises ETS {}", ctx.sp.switch.name, wrong.join(", ")),
         ));
     }
 }
 
-fn app(ctx: &Ctx<'_, '_>, n: &Neighbor, reported: &dyn Fn(Kind) -> bool, out: &mut Vec<Finding>) {
+fn app(ctx: &Ctx<'_, '_>, n: &Neighbor, reported: &dyn Fn(Kind) -> bool, out: &mut Vec<Heard>) {
     let Some(apps) = &n.dcbx.application_priority else {
         return;
     };
@@ -291,9 +352,8 @@ fn app(ctx: &Ctx<'_, '_>, n: &Neighbor, reported: &dyn Fn(Kind) -> bool, out: &m
             format!("RoCE on priority {}", q.data.priority),
             wrong.join(", "),
             format!(
-                "{} {} advertises application priorities {}: willing hosts classify RoCE there",
+                "{} advertises application priorities {}: willing hosts classify RoCE there",
                 ctx.sp.switch.name,
-                ctx.nic.port,
                 wrong.join(", ")
             ),
         ));
@@ -304,7 +364,7 @@ fn frame_size(
     ctx: &Ctx<'_, '_>,
     n: &Neighbor,
     reported: &dyn Fn(Kind) -> bool,
-    out: &mut Vec<Finding>,
+    out: &mut Vec<Heard>,
 ) {
     let host_mtu = ctx.plan.intent.roce.mtu.host;
     if let Some(mfs) = n.max_frame_size
@@ -317,9 +377,9 @@ fn frame_size(
             format!("at least {host_mtu}"),
             mfs.to_string(),
             format!(
-                "{} {} advertises a maximum frame size of {mfs}, below the host MTU {host_mtu}: \
+                "{} advertises a maximum frame size of {mfs}, below the host MTU {host_mtu}: \
                  full-size RoCE packets are dropped",
-                ctx.sp.switch.name, ctx.nic.port
+                ctx.sp.switch.name
             ),
         ));
     }

@@ -93,6 +93,9 @@ fn cumulus(
     ports: &[String],
     extra: &[u8],
 ) -> Vec<String> {
+    let Some(syntax) = nvue::syntax(sp) else {
+        return Vec::new();
+    };
     let on_port = |c: &NvSet, leaf: &[&str]| {
         c.path.len() > 2
             && c.path[0] == "interface"
@@ -106,11 +109,15 @@ fn cumulus(
         Kind::Mtu => Box::new(move |c| on_port(c, &["link mtu"])),
         Kind::Description => Box::new(move |c| on_port(c, &["description"])),
         Kind::Vlan => Box::new(move |c| on_port(c, &["bridge"]) || global(c, &["bridge"])),
-        Kind::Address => Box::new(move |c| on_port(c, &["ip address"])),
+        Kind::Address => {
+            let address = format!("{} address", syntax.ipv4);
+            Box::new(move |c| on_port(c, &[address.as_str()]))
+        }
         Kind::Pfc => {
             let profiles = pfc_profiles(plan, sp, ports);
             Box::new(move |c| {
                 (global(c, &["qos", "pfc"]) && c.path.get(2).is_some_and(|p| profiles.contains(p)))
+                    || global(c, &["qos", "traffic-pool"])
                     || on_port(c, &["qos pfc profile"])
             })
         }
@@ -123,7 +130,7 @@ fn cumulus(
         Kind::Scheduler => Box::new(move |c| global(c, &["qos", "egress-scheduler"])),
         Kind::Ecn => Box::new(move |c| global(c, &["qos", "congestion-control"])),
         Kind::DcbxTlvs => Box::new(move |c| on_port(c, &["lldp dcbx"])),
-        Kind::AppPriority => Box::new(move |c| global(c, &["service", "lldp"])),
+        Kind::AppPriority => Box::new(move |c| global(c, &[syntax.lldp_root, "lldp"])),
         Kind::ArpAging => Box::new(move |c| global(c, &["system", "global", "arp"])),
         Kind::Svi => {
             let svis: Vec<String> = ports.iter().map(|p| p.to_ascii_lowercase()).collect();
@@ -135,7 +142,7 @@ fn cumulus(
             Box::new(move |c| c.path.first().is_some_and(|s| s == "interface") && on_port(c, &[""]))
         }
     };
-    let commands: Vec<NvSet> = nvue::commands(plan, sp)
+    let commands: Vec<NvSet> = nvue::commands(plan, sp, syntax)
         .into_iter()
         .filter(|c| select(c))
         .collect();
@@ -147,7 +154,7 @@ fn cumulus(
             }
         }
     }
-    out.extend(nvue::to_cli("", &commands).lines().map(str::to_owned));
+    out.extend(nvue::to_cli("", &commands, &[]).lines().map(str::to_owned));
     out
 }
 
@@ -174,7 +181,13 @@ fn eos(
     extra: &[u8],
 ) -> Vec<String> {
     let q = &plan.qos;
-    let rendered = crate::render::eos::render(plan, sp, "");
+    let Some(platform) = sp
+        .software
+        .and_then(crate::intent::software::Software::eos_platform)
+    else {
+        return Vec::new();
+    };
+    let rendered = crate::render::eos::render(plan, sp, platform, "");
     let profile_head = format!("qos profile {}", q.name);
     let profile = block(&rendered, &profile_head);
     let in_profile = |pred: &dyn Fn(&str) -> bool| -> Vec<String> {

@@ -42,6 +42,7 @@ impl Nic<'_> {
             ports: vec![self.profile.port.to_owned()],
             host: Some(self.host.to_owned()),
             nic: Some(self.profile.nic.to_owned()),
+            heard_by: Vec::new(),
             expected,
             found,
             message,

@@ -133,6 +133,9 @@ pub struct Finding {
     /// The host's NIC.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nic: Option<String>,
+    /// For what a switch advertises: the hosts and NICs that heard it (`node03 ens1f1np1`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub heard_by: Vec<String>,
     /// What the intent says.
     pub expected: String,
     /// What was found.
@@ -163,6 +166,12 @@ impl fmt::Display for Finding {
                 Some(n) => format!("{h} {n}"),
                 None => h.clone(),
             });
+        } else if !self.heard_by.is_empty() {
+            let heard = match self.heard_by.as_slice() {
+                h if h.len() <= 4 => h.join(", "),
+                h => format!("{} (+{} more)", h[..3].join(", "), h.len() - 3),
+            };
+            at.push(format!("heard by {heard}"));
         }
         if !at.is_empty() {
             write!(f, " {}", at.join(" / "))?;
@@ -273,7 +282,13 @@ pub fn check(plan: &FabricPlan<'_>, evidence: &Evidence) -> Report {
             &known,
         )
     });
-    findings.extend(per_host.into_iter().flatten());
+    let mut heard = Vec::new();
+    for (host, advertised) in per_host {
+        findings.extend(host);
+        heard.extend(advertised);
+    }
+    // What one switch advertised alike to many hosts is one finding (with every hearer).
+    findings.extend(dcbx::merge(heard));
     Report::finish(findings)
 }
 
@@ -285,28 +300,27 @@ pub fn check_host(
     state: &HostState,
     lldp: Option<&NeighborTable>,
 ) -> Report {
-    Report::finish(host_findings(
-        plan,
-        &state.host,
-        Some(state),
-        lldp,
-        &Known::default(),
-    ))
+    let (mut findings, heard) =
+        host_findings(plan, &state.host, Some(state), lldp, &Known::default());
+    findings.extend(dcbx::merge(heard));
+    Report::finish(findings)
 }
 
+/// A host's kernel findings, and what its NICs heard their switches advertise (merged across
+/// hosts by the caller).
 fn host_findings(
     plan: &FabricPlan<'_>,
     host: &str,
     state: Option<&HostState>,
     lldp: Option<&NeighborTable>,
     known: &Known,
-) -> Vec<Finding> {
+) -> (Vec<Finding>, Vec<dcbx::Heard>) {
     let advertised = lldp
         .map(|t| dcbx::check(plan, host, t, state, known))
         .unwrap_or_default();
-    let mut out = advertised.findings;
+    let mut out = Vec::new();
     if let Some(state) = state {
         out.extend(host::check(plan, host, state, &advertised.followed));
     }
-    out
+    (out, advertised.heard)
 }

@@ -66,6 +66,7 @@ fn finding(switch: &str, ports: Vec<String>, d: Deviation, fix: Vec<String>) -> 
         ports,
         host: None,
         nic: None,
+        heard_by: Vec::new(),
         expected: d.expected,
         found: d.found,
         message: d.message,
@@ -175,20 +176,8 @@ fn port(plan: &FabricPlan<'_>, w: &PortState, o: &PortState, lossless: &[u8]) ->
         _ => {}
     }
     d.extend(queues(w, o, lossless));
-    if let (Some(want), got) = (w.headroom_xoff, o.headroom_xoff)
-        && got.is_none_or(|g| g < want)
-    {
-        d.push(dev(
-            Error,
-            Kind::Headroom,
-            want.to_string(),
-            opt(&got),
-            format!(
-                "lossless PG headroom (xoff) {} bytes, below the {want} bytes the port's speed and \
-                 cable need: pauses come too late and packets drop despite PFC",
-                opt(&got)
-            ),
-        ));
+    if let Some(x) = headroom(w, o) {
+        d.push(x);
     }
     if o.access_vlan != w.access_vlan {
         d.push(dev(
@@ -227,6 +216,34 @@ fn port(plan: &FabricPlan<'_>, w: &PortState, o: &PortState, lossless: &[u8]) ->
         ));
     }
     d
+}
+
+/// Headroom on the priorities the intent makes lossless (not on what the port's `pfc_enable`
+/// says: a wrong PFC list is its own finding, and its priorities may have no lossless group).
+fn headroom(w: &PortState, o: &PortState) -> Option<Deviation> {
+    let short: Vec<(u8, u64, Option<u64>)> = w
+        .headroom_xoff
+        .iter()
+        .map(|(p, want)| (*p, *want, o.headroom_xoff.get(p).copied()))
+        .filter(|(_, want, got)| got.is_none_or(|g| g < *want))
+        .collect();
+    let (_, want, _) = *short.first()?;
+    let found: Vec<String> = short
+        .iter()
+        .map(|(p, _, got)| format!("priority {p}: {}", opt(got)))
+        .collect();
+    let prios: Vec<u8> = short.iter().map(|(p, _, _)| *p).collect();
+    Some(dev(
+        Severity::Error,
+        Kind::Headroom,
+        format!("priority {}: {want}", comma_list(&prios)),
+        found.join(", "),
+        format!(
+            "lossless PG headroom (xoff) {} bytes, below the {want} bytes the port's speed and \
+             cable need: pauses come too late and packets drop despite PFC",
+            found.join(", ")
+        ),
+    ))
 }
 
 fn none_if_empty(s: &str) -> &str {

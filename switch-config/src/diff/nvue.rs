@@ -30,13 +30,16 @@ fn flatten(v: &Value, path: &mut Vec<String>, out: &mut BTreeMap<Vec<String>, Op
 }
 
 /// Collections whose members the renderer decides entirely: a member the switch has and the
-/// intent does not is removed. Only PFC priorities and addresses qualify; everything else is
-/// set, never unset.
+/// intent does not is removed. PFC priorities and the lossless pool's priorities (`qos roce
+/// mode lossless` puts priority 3 in both), the traffic classes with ECN (it marks 0 and 3) and
+/// addresses qualify; everything else is set, never unset.
 fn owned_collection(path: &[String]) -> Option<usize> {
     let p: Vec<&str> = path.iter().map(String::as_str).collect();
     match p.as_slice() {
-        ["qos", "pfc", _, "switch-priority", ..] => Some(4),
-        ["interface", _, "ip", "address", ..] => Some(4),
+        ["qos", "pfc", _, "switch-priority", ..]
+        | ["qos", "traffic-pool", _, "switch-priority", ..]
+        | ["qos", "congestion-control", _, "traffic-class", ..]
+        | ["interface", _, "ip" | "ipv4", "address", ..] => Some(4),
         _ => None,
     }
 }

@@ -62,6 +62,15 @@ pub enum IntentError {
         /// The limit.
         limit: u64,
     },
+    /// Not a regular file (a FIFO, a device, a directory): refused before it is read, so a
+    /// FIFO nobody writes to cannot block the reader.
+    #[error("{path}: {kind}, not a regular file; give the intent as a file")]
+    NotRegular {
+        /// The file.
+        path: String,
+        /// What it is.
+        kind: &'static str,
+    },
     /// Not UTF-8.
     #[error("{path}: not UTF-8 text")]
     NotUtf8 {
@@ -149,12 +158,22 @@ pub fn load_with_limits(path: &Path, limits: &Limits) -> Result<Intent, IntentEr
 }
 
 fn read_bounded(path: &Path, name: &str, limit: u64) -> Result<String, IntentError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
     let read_err = |source| IntentError::Read {
         path: name.to_owned(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(read_err)?;
-    let size = file.metadata().map_err(read_err)?.len();
+    regular(&std::fs::metadata(path).map_err(read_err)?, name)?;
+    // Non-blocking open: should the path become a FIFO after the check, opening it does not
+    // wait for a writer; the descriptor is checked again below.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(read_err)?;
+    let meta = file.metadata().map_err(read_err)?;
+    regular(&meta, name)?;
+    let size = meta.len();
     if size > limit {
         return Err(IntentError::TooLarge {
             path: name.to_owned(),
@@ -162,8 +181,8 @@ fn read_bounded(path: &Path, name: &str, limit: u64) -> Result<String, IntentErr
             limit,
         });
     }
-    // The size can change between stat and read (a growing file, a FIFO): read at most one byte
-    // past the limit to notice.
+    // The size can change between stat and read (a growing file): read at most one byte past
+    // the limit to notice.
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.take(limit + 1)
         .read_to_end(&mut bytes)
@@ -177,6 +196,29 @@ fn read_bounded(path: &Path, name: &str, limit: u64) -> Result<String, IntentErr
     }
     String::from_utf8(bytes).map_err(|_| IntentError::NotUtf8 {
         path: name.to_owned(),
+    })
+}
+
+/// Refuses anything but a regular file, naming what it is.
+fn regular(meta: &std::fs::Metadata, name: &str) -> Result<(), IntentError> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = meta.file_type();
+    let kind = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
+    };
+    Err(IntentError::NotRegular {
+        path: name.to_owned(),
+        kind,
     })
 }
 
@@ -224,19 +266,110 @@ fn located_error(text: &str, name: &str, limits: &Limits) -> IntentError {
                 e.into_inner()
             })
         });
-    let message = match parsed {
-        Err(e) => e.to_string().trim_start_matches("error: ").to_owned(),
-        Ok(_) => "the document parses only with field tracking (a parser inconsistency)".into(),
+    let (message, duplicate) = match parsed {
+        Err(e) => (explain(&e, limits), duplicate_key(&e.to_string())),
+        Ok(_) => (
+            "the document parses only with field tracking (a parser inconsistency)".into(),
+            None,
+        ),
     };
+    // A duplicate key is reported at the mapping that holds it; serde_path_to_error names the
+    // key it could not place `?`: name it from the parser's message instead.
+    if let Some(f) = field.take() {
+        let parent = f
+            .strip_suffix(".?")
+            .or_else(|| (f == "?").then_some(""))
+            .map(str::to_owned);
+        field = match (parent, duplicate) {
+            (Some(p), Some(key)) if p.is_empty() => Some(key),
+            (Some(p), Some(key)) => Some(format!("{p}.{key}")),
+            (Some(p), None) if !p.is_empty() => Some(p),
+            (Some(_), None) => None,
+            (None, _) => Some(f),
+        };
+    }
+    let field = field.map(|f| super::validate::bounded(f, 4 * super::MAX_ECHO_BYTES));
     let switch = field
         .as_deref()
-        .and_then(|f| switch_of_field(text, f, limits));
+        .and_then(|f| switch_of_field(text, f, limits))
+        .map(|s| super::validate::bounded(s, super::MAX_ECHO_BYTES));
     IntentError::Yaml {
         path: name.to_owned(),
         field,
         switch,
         message,
     }
+}
+
+/// The parser's error in words: which limit was hit and what it protects against, or its own
+/// message cut to a readable length (it may quote a huge scalar).
+fn explain(e: &serde_saphyr::Error, limits: &Limits) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    let at = e
+        .location()
+        .map(|l| format!("line {} column {}: ", l.line(), l.column()))
+        .unwrap_or_default();
+    let limit = match e.without_snippet() {
+        serde_saphyr::Error::Budget { breach, .. } => match breach {
+            B::AliasAnchorRatio { aliases, anchors } => Some(format!(
+                "{aliases} aliases of {anchors} anchor(s), more than 10 per anchor: {FLOOD}"
+            )),
+            B::Aliases { aliases } => Some(format!(
+                "{aliases} aliases, more than the {} allowed: {FLOOD}",
+                limits.max_anchors * 10
+            )),
+            B::Anchors { anchors } => Some(format!(
+                "{anchors} anchors: more than the {} allowed",
+                limits.max_anchors
+            )),
+            B::Depth { depth } => Some(format!(
+                "nested {depth} deep: more than the {} levels an intent needs",
+                limits.max_depth
+            )),
+            B::Nodes { nodes } => Some(format!(
+                "{nodes} YAML nodes: more than the {} allowed",
+                limits.max_nodes
+            )),
+            B::Events { events } => Some(format!(
+                "{events} YAML events: more than the {} allowed",
+                limits.max_nodes * 2
+            )),
+            B::Documents { documents } => Some(format!(
+                "{documents} YAML documents: an intent is one document"
+            )),
+            B::InputBytes { .. } | B::ScalarBytes { .. } => Some(format!(
+                "larger than the {}-byte limit for an intent",
+                limits.max_bytes
+            )),
+            other => Some(format!("a parser limit was hit ({other:?})")),
+        },
+        _ => None,
+    };
+    let text = e.to_string();
+    if let (None, Some(key)) = (&limit, duplicate_key(&text)) {
+        return format!("{at}the key {key} appears twice; each key may appear once");
+    }
+    match limit {
+        Some(words) => format!("{at}too big to read: {words}"),
+        None => super::validate::bounded(
+            text.trim_start_matches("error: ").to_owned(),
+            16 * super::MAX_ECHO_BYTES,
+        ),
+    }
+}
+
+const FLOOD: &str = "an alias flood (\"billion laughs\") expands a small file into an enormous \
+                     document";
+
+/// The key a duplicate-key message names (`duplicate mapping key `name` ...`).
+fn duplicate_key(message: &str) -> Option<String> {
+    let rest = &message[message.find("duplicate mapping key")? + "duplicate mapping key".len()..];
+    let rest = rest.trim_start_matches(':').trim_start();
+    let key = match rest.strip_prefix('`') {
+        Some(r) => r.split('`').next()?,
+        None => rest.split([',', ' ']).next()?,
+    };
+    (!key.is_empty()).then(|| super::validate::bounded(key.to_owned(), super::MAX_ECHO_BYTES))
 }
 
 fn options(limits: &Limits) -> Options {
@@ -272,6 +405,9 @@ fn switch_of_field(text: &str, field: &str, limits: &Limits) -> Option<String> {
         #[serde(default)]
         name: Option<String>,
     }
-    let names: Names = serde_saphyr::from_str_with_options(text, options(limits)).ok()?;
+    // Lenient about duplicates: the error being explained may be one.
+    let mut lenient = options(limits);
+    lenient.duplicate_keys = DuplicateKeyPolicy::FirstWins;
+    let names: Names = serde_saphyr::from_str_with_options(text, lenient).ok()?;
     names.switches.into_iter().nth(index)?.name
 }

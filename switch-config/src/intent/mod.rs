@@ -12,6 +12,7 @@
 mod defaults;
 mod load;
 mod peer;
+pub mod software;
 mod validate;
 mod write;
 
@@ -228,6 +229,13 @@ pub struct Switch {
     pub role: SwitchRole,
     /// Network operating system.
     pub os: SwitchOs,
+    /// The OS release it runs (`5.15` Cumulus Linux, `4.33` EOS): configuration is rendered in
+    /// what that release accepts; required for Cumulus and EOS, none for SONiC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// EOS hardware family (`strata` or `sand`): the queue command differs between them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<crate::intent::software::EosPlatform>,
     /// Per rail it serves: VLAN, subnet and gateway (leaves).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<Network>,
@@ -307,6 +315,21 @@ pub struct Network {
     pub subnet: Ipv4Net,
     /// The leaf's address in it (the hosts' gateway).
     pub gateway: Ipv4Addr,
+}
+
+/// Longest value echoed in a message, bytes: a hostile 10 MB name is cut, not repeated.
+pub const MAX_ECHO_BYTES: usize = 64;
+
+/// `value` for a message: quoted, cut to [`MAX_ECHO_BYTES`] with its full length said.
+pub fn cut(value: &str) -> String {
+    if value.len() <= MAX_ECHO_BYTES {
+        return format!("{value:?}");
+    }
+    let mut end = MAX_ECHO_BYTES;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}... ({} bytes)", &value[..end], value.len())
 }
 
 impl Intent {

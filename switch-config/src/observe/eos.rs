@@ -1,6 +1,7 @@
 //! Arista EOS `show running-config` text: global QoS maps and PFC watchdog timers, `qos
-//! profile` sections (trust, tx-queues, PFC), interfaces (with or without a service-profile;
-//! PFC lines on the interface itself win), VLAN interfaces.
+//! profile` sections (trust, unicast queues as `tx-queue` or `uc-tx-queue` by platform, PFC),
+//! interfaces (with or without a service-profile; trust and PFC lines on the interface itself
+//! win over the profile's), VLAN interfaces.
 
 use std::collections::BTreeMap;
 
@@ -9,8 +10,9 @@ use crate::state::{EcnState, PortState, QueueState, Sched, SwitchState, VlanStat
 
 #[derive(Default)]
 struct Profile {
-    trust_dscp: bool,
-    pfc_on: bool,
+    /// `Some(true)` for `qos trust dscp`, `Some(false)` for another trust; `None`: not said.
+    trust_dscp: Option<bool>,
+    pfc_on: Option<bool>,
     pfc: Vec<u8>,
     watchdog: bool,
     queues: BTreeMap<u8, QueueState>,
@@ -32,6 +34,8 @@ enum Section {
     Top,
     Profile(String),
     Queue(String, u8),
+    /// A multicast queue (`mc-tx-queue`): not RoCE's, its lines are skipped.
+    McQueue(String),
     Interface(String),
 }
 
@@ -68,18 +72,24 @@ fn parse(text: &str) -> Parsed {
             continue;
         }
         section = match section {
-            Section::Profile(name) | Section::Queue(name, _)
-                if indent <= 3 && words.first() == Some(&"tx-queue") =>
+            Section::Profile(name) | Section::Queue(name, _) | Section::McQueue(name)
+                if indent <= 3 && matches!(words.first(), Some(&("tx-queue" | "uc-tx-queue"))) =>
             {
                 let q = words.get(1).and_then(|q| q.parse().ok()).unwrap_or(0);
                 Section::Queue(name, q)
             }
+            Section::Profile(name) | Section::Queue(name, _) | Section::McQueue(name)
+                if indent <= 3 && words.first() == Some(&"mc-tx-queue") =>
+            {
+                Section::McQueue(name)
+            }
+            Section::McQueue(name) if indent > 3 => Section::McQueue(name),
             Section::Queue(name, q) if indent > 3 => {
                 let prof = p.profiles.entry(name.clone()).or_default();
                 queue_line(prof.queues.entry(q).or_default(), &words);
                 Section::Queue(name, q)
             }
-            Section::Profile(name) | Section::Queue(name, _) => {
+            Section::Profile(name) | Section::Queue(name, _) | Section::McQueue(name) => {
                 let prof = p.profiles.entry(name.clone()).or_default();
                 profile_line(prof, &words);
                 Section::Profile(name)
@@ -159,10 +169,10 @@ fn seconds_to_ms(text: &str) -> Option<u32> {
 
 fn profile_line(prof: &mut Profile, w: &[&str]) {
     match w {
-        ["qos", "trust", "dscp"] => prof.trust_dscp = true,
-        ["qos", "trust", _] | ["no", "qos", "trust"] => prof.trust_dscp = false,
-        ["priority-flow-control", "on"] => prof.pfc_on = true,
-        ["no", "priority-flow-control"] => prof.pfc_on = false,
+        ["qos", "trust", "dscp"] => prof.trust_dscp = Some(true),
+        ["qos", "trust", _] | ["no", "qos", "trust"] => prof.trust_dscp = Some(false),
+        ["priority-flow-control", "on"] => prof.pfc_on = Some(true),
+        ["no", "priority-flow-control"] => prof.pfc_on = Some(false),
         ["priority-flow-control", "priority", p, "no-drop"] => {
             if let Ok(p) = p.parse() {
                 prof.pfc.push(p);
@@ -259,8 +269,9 @@ fn resolve(p: Parsed) -> SwitchState {
             .as_ref()
             .and_then(|n| p.profiles.get(n))
             .unwrap_or(&empty);
-        let trust_dscp = prof.trust_dscp || i.direct.trust_dscp;
-        let pfc_on = prof.pfc_on || i.direct.pfc_on;
+        // What the interface says itself overrides its service profile.
+        let trust_dscp = i.direct.trust_dscp.or(prof.trust_dscp).unwrap_or(false);
+        let pfc_on = i.direct.pfc_on.or(prof.pfc_on).unwrap_or(false);
         let mut pfc = if i.direct.pfc.is_empty() {
             prof.pfc.clone()
         } else {
@@ -286,7 +297,7 @@ fn resolve(p: Parsed) -> SwitchState {
                 pfc,
                 watchdog,
                 queues: prof.queues.clone(),
-                headroom_xoff: None,
+                headroom_xoff: Default::default(),
                 access_vlan: i.access_vlan,
                 address: i.address.as_deref().and_then(|a| a.parse().ok()),
                 dcbx_tlvs: Some(i.dcbx),

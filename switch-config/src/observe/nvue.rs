@@ -110,17 +110,20 @@ pub fn state(tree: &Value) -> SwitchState {
             tree,
             &["system", "global", "arp", "base-reachable-time"],
         )),
-        lldp_app_priority: num(at(
-            tree,
-            &[
-                "service",
-                "lldp",
-                "application-tlv",
-                "udp-port",
-                &ROCE_UDP_PORT.to_string(),
-                "priority",
-            ],
-        )),
+        // `service lldp` until Cumulus Linux 5.14, `system lldp` from 5.15.
+        lldp_app_priority: ["service", "system"].iter().find_map(|root| {
+            num(at(
+                tree,
+                &[
+                    root,
+                    "lldp",
+                    "application-tlv",
+                    "udp-port",
+                    &ROCE_UDP_PORT.to_string(),
+                    "priority",
+                ],
+            ))
+        }),
         ..SwitchState::default()
     };
     let Some(Value::Object(interfaces)) = tree.get("interface") else {
@@ -160,12 +163,14 @@ pub fn state(tree: &Value) -> SwitchState {
                 pfc,
                 watchdog: wd_on.then(|| watchdog.clone()),
                 queues: queues.clone(),
-                headroom_xoff: None,
+                headroom_xoff: Default::default(),
                 access_vlan: num(at(i, &["bridge", "domain", BRIDGE, "access"])),
-                address: keys(at(i, &["ip", "address"]))
-                    .iter()
-                    .find_map(|a| a.parse().ok()),
-                dcbx_tlvs: Some(text(at(i, &["lldp", "dcbx-pfc-tlv"])).as_deref() == Some("on")),
+                address: addresses(i).iter().find_map(|a| a.parse().ok()),
+                // `on` until Cumulus Linux 5.14, `enabled` from 5.15.
+                dcbx_tlvs: Some(matches!(
+                    text(at(i, &["lldp", "dcbx-pfc-tlv"])).as_deref(),
+                    Some("on" | "enabled")
+                )),
             },
         );
     }
@@ -210,6 +215,13 @@ fn queues(qos: &Value) -> std::collections::BTreeMap<u8, QueueState> {
     out
 }
 
+/// An interface's IPv4 addresses: under `ip` until Cumulus Linux 5.14, `ipv4` from 5.15.
+fn addresses(i: &Value) -> Vec<String> {
+    let mut a = keys(at(i, &["ipv4", "address"]));
+    a.extend(keys(at(i, &["ip", "address"])));
+    a
+}
+
 fn svi(name: &str, i: &Value) -> Option<(u16, VlanState)> {
     let is_svi = text(i.get("type")).as_deref() == Some("svi") || name.starts_with("vlan");
     if !is_svi {
@@ -219,7 +231,7 @@ fn svi(name: &str, i: &Value) -> Option<(u16, VlanState)> {
     Some((
         id,
         VlanState {
-            gateway: keys(at(i, &["ip", "address"])).into_iter().next(),
+            gateway: addresses(i).into_iter().next(),
             mtu: num(at(i, &["link", "mtu"])),
             arp_capacity: None,
         },

@@ -205,7 +205,7 @@ fn port_state(db: &ConfigDb, name: &str, port: &Fields, poll: Option<u32>) -> Po
         });
     }
     p.queues = queues(db, name);
-    p.headroom_xoff = headroom(db, name, &p);
+    p.headroom_xoff = headroom(db, name);
     p
 }
 
@@ -254,23 +254,36 @@ fn queues(db: &ConfigDb, port: &str) -> BTreeMap<u8, QueueState> {
     out
 }
 
-/// The XOFF of the profile on the port's first PFC-enabled priority group.
-fn headroom(db: &ConfigDb, port: &str, p: &PortState) -> Option<u64> {
-    let tc_to_pg = field(db, "PORT_QOS_MAP", port, "tc_to_pg_map")
-        .and_then(|m| get(db, "TC_TO_PRIORITY_GROUP_MAP", m))?;
+/// The XOFF of the buffer profile on the priority group each priority pauses, by priority: the
+/// group is the port's `pfc_to_pg_map` entry, else the priority's own number (the SAI default).
+/// Per priority, so the checker looks at the priorities the intent makes lossless, whatever
+/// `pfc_enable` says (a wrong `pfc_enable` is a PFC finding, not a headroom one).
+fn headroom(db: &ConfigDb, port: &str) -> BTreeMap<u8, u64> {
     let pfc_to_pg = field(db, "PORT_QOS_MAP", port, "pfc_to_pg_map")
         .and_then(|m| get(db, "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", m));
-    let prio = *p.pfc.first()?;
-    let pg: u8 = match pfc_to_pg.and_then(|m| m.get(prio.to_string().as_str())) {
-        Some(pg) => pg.parse().ok()?,
-        None => tc_to_pg.get(prio.to_string().as_str())?.parse().ok()?,
-    };
-    let (_, entry) = per_index(db, "BUFFER_PG", port)
-        .into_iter()
-        .find(|(i, _)| *i == pg)?;
-    let profile = get(db, "BUFFER_PROFILE", entry.get("profile")?)?;
-    num(profile.get("xoff").map(String::as_str))
+    let groups = per_index(db, "BUFFER_PG", port);
+    let mut out = BTreeMap::new();
+    if groups.is_empty() {
+        return out;
+    }
+    for prio in 0..8u8 {
+        let pg = match pfc_to_pg.and_then(|m| m.get(PRIORITIES[usize::from(prio)])) {
+            Some(pg) => pg.parse().ok(),
+            None => Some(prio),
+        };
+        let xoff = pg
+            .and_then(|pg| groups.iter().find(|(i, _)| *i == pg))
+            .and_then(|(_, entry)| get(db, "BUFFER_PROFILE", entry.get("profile")?))
+            .and_then(|profile| num(profile.get("xoff").map(String::as_str)));
+        if let Some(xoff) = xoff {
+            out.insert(prio, xoff);
+        }
+    }
+    out
 }
+
+/// Priority keys as config_db spells them.
+const PRIORITIES: [&str; 8] = ["0", "1", "2", "3", "4", "5", "6", "7"];
 
 fn members(db: &ConfigDb, s: &mut SwitchState) {
     if let Some(t) = db.get("VLAN_MEMBER") {

@@ -2,18 +2,26 @@
 //! lossless chain (trust, tx-queue scheduling and ECN, PFC no-drop priorities, watchdog)
 //! applied to every fabric port with `service-profile`, rail VLANs with their SVIs, routed
 //! switch links, ARP aging and neighbour capacity. Shaped after Arista AVD's
-//! `eos_cli_config_gen` templates and AMD's ROCm multi-node guide (research notes §5.4).
+//! `eos_cli_config_gen` templates and AMD's ROCm multi-node guide (research notes §5.4); the
+//! queue command is the platform family's (`uc-tx-queue` on Trident/Tomahawk, `tx-queue` on
+//! Arad/Jericho). The test suite renders through AVD's own templates to compare.
 
 use std::fmt::Write;
 
 use crate::intent::WatchdogAction;
+use crate::intent::software::EosPlatform;
 use crate::plan::{FabricPlan, PortPeer, SwitchPlan};
 
 /// EOS's RoCE ECN thresholds are given in bytes here (EOS also takes segments, kbytes, ...).
 pub const ECN_UNITS: &str = "bytes";
 
-/// The configuration text.
-pub fn render(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, header: &str) -> String {
+/// The configuration text, with the queue command of `platform`.
+pub fn render(
+    plan: &FabricPlan<'_>,
+    sp: &SwitchPlan<'_>,
+    platform: EosPlatform,
+    header: &str,
+) -> String {
     let mut out = String::new();
     for line in header.lines() {
         let _ = writeln!(out, "! {line}");
@@ -34,7 +42,7 @@ pub fn render(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, header: &str) -> Strin
         plan.intent.arp.aging_seconds
     );
     let _ = writeln!(out, "!");
-    profile(&mut out, plan, sp);
+    profile(&mut out, plan, sp, platform);
     vlans(&mut out, sp);
     ports(&mut out, plan, sp);
     svis(&mut out, plan, sp);
@@ -101,14 +109,21 @@ fn watchdog(out: &mut String, plan: &FabricPlan<'_>) {
         "priority-flow-control pause watchdog default recovery-time {}",
         seconds(w.restoration_ms)
     );
-    let action = match w.action {
-        WatchdogAction::Drop => "drop",
-        WatchdogAction::Forward => "no-drop",
-    };
-    let _ = writeln!(out, "priority-flow-control pause watchdog action {action}");
+    // EOS acts by drop, errdisable or notify-only; validation refuses forward for EOS.
+    match w.action {
+        WatchdogAction::Drop => {
+            let _ = writeln!(out, "priority-flow-control pause watchdog action drop");
+        }
+        WatchdogAction::Forward => {
+            let _ = writeln!(
+                out,
+                "! no EOS watchdog action forwards: the intent cannot be met"
+            );
+        }
+    }
 }
 
-fn profile(out: &mut String, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
+fn profile(out: &mut String, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, platform: EosPlatform) {
     let q = &plan.qos;
     let lossless = q.lossless_tcs(&sp.pfc);
     let _ = writeln!(out, "qos profile {}", q.name);
@@ -119,7 +134,7 @@ fn profile(out: &mut String, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
     queues.dedup();
     for tc in queues {
         let _ = writeln!(out, "   !");
-        let _ = writeln!(out, "   tx-queue {tc}");
+        let _ = writeln!(out, "   {} {tc}", platform.tx_queue());
         if tc == q.cnp.traffic_class {
             let _ = writeln!(out, "      priority strict");
             continue;

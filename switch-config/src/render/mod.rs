@@ -74,18 +74,33 @@ pub fn switch(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, running: &Running) -> 
             });
         }
         SwitchOs::Cumulus => {
-            let commands = nvue::commands(plan, sp);
-            let head = header(plan, &format!("{name} (Cumulus Linux NVUE)"));
+            let Some(syntax) = nvue::syntax(sp) else {
+                notes.push(unknown_release(sp));
+                return SwitchRendering { files, notes };
+            };
+            let commands = nvue::commands(plan, sp, syntax);
+            let unsets = nvue::roce_default_unsets(plan, sp);
+            let version = sp.switch.version.as_deref().unwrap_or_default();
+            let head = header(plan, &format!("{name} (Cumulus Linux {version} NVUE)"));
             files.push(RenderedFile {
                 name: format!("{name}.nvue.sh"),
-                text: nvue::to_cli(&head, &commands),
+                text: nvue::to_cli(&head, &commands, &unsets),
             });
+            let mut apply = String::from("Apply: nv config patch <this file>");
+            for u in &unsets {
+                apply.push_str("; nv unset ");
+                apply.push_str(&u.join(" "));
+            }
+            apply.push_str("; nv config apply");
+            if !unsets.is_empty() {
+                apply.push_str(
+                    "\n(the unsets remove what `qos roce mode lossless` sets and the intent does \
+                     not have: PFC and ECN exactly as intended)",
+                );
+            }
             files.push(RenderedFile {
                 name: format!("{name}.nvue.yaml"),
-                text: nvue::to_yaml(
-                    &format!("{head}\nApply: nv config patch <this file>; nv config apply"),
-                    &commands,
-                ),
+                text: nvue::to_yaml(&format!("{head}\n{apply}"), &commands),
             });
             if plan.qos.watchdog.action != crate::intent::WatchdogAction::Drop {
                 notes.push(format!(
@@ -95,14 +110,35 @@ pub fn switch(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, running: &Running) -> 
             }
         }
         SwitchOs::Eos => {
-            let head = header(plan, &format!("{name} (Arista EOS)"));
+            let Some(platform) = sp
+                .software
+                .and_then(crate::intent::software::Software::eos_platform)
+            else {
+                notes.push(unknown_release(sp));
+                return SwitchRendering { files, notes };
+            };
+            let version = sp.switch.version.as_deref().unwrap_or_default();
+            let head = header(
+                plan,
+                &format!(
+                    "{name} (Arista EOS {version}, {} platform)",
+                    platform.as_str()
+                ),
+            );
             files.push(RenderedFile {
                 name: format!("{name}.eos.cfg"),
-                text: eos::render(plan, sp, &head),
+                text: eos::render(plan, sp, platform, &head),
             });
         }
     }
     SwitchRendering { files, notes }
+}
+
+fn unknown_release(sp: &SwitchPlan<'_>) -> String {
+    let why = crate::intent::software::Software::of(sp.switch)
+        .err()
+        .unwrap_or_default();
+    format!("{}: not rendered: {why}", sp.switch.name)
 }
 
 /// Renders one host's profile: the JSON the agent applies or checks, and the commands.

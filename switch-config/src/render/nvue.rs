@@ -11,6 +11,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::intent::software::NvueSyntax;
 use crate::plan::{FabricPlan, PortPeer, SwitchPlan};
 
 /// RoCE v2's UDP port, advertised in the DCBX Application Priority TLV.
@@ -42,12 +43,26 @@ pub fn uplink_pfc_profile(plan: &FabricPlan<'_>) -> String {
     format!("{}-uplink", plan.qos.name.to_ascii_lowercase())
 }
 
-/// Every `nv set` for `sp`, in a fixed order.
-pub fn commands(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) -> Vec<NvSet> {
+/// The NVUE syntax of `sp`'s release; `None` when the release is unknown (nothing is rendered).
+pub fn syntax(sp: &SwitchPlan<'_>) -> Option<NvueSyntax> {
+    sp.software
+        .and_then(crate::intent::software::Software::nvue)
+}
+
+/// The switch priority `nv set qos roce mode lossless` makes lossless (PFC, the RoCE lossless
+/// traffic pool) and whose traffic class it gives ECN, with traffic class 0 (NVIDIA's "Default
+/// RoCE Configuration").
+pub const ROCE_MODE_PRIORITY: u8 = 3;
+
+/// The lossless traffic pool `qos roce mode lossless` assigns its priority to.
+pub const ROCE_LOSSLESS_POOL: &str = "roce-lossless";
+
+/// Every `nv set` for `sp` in `syntax`, in a fixed order.
+pub fn commands(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, syntax: NvueSyntax) -> Vec<NvSet> {
     let mut c = Vec::new();
     qos(&mut c, plan, sp);
-    lldp_app(&mut c, plan);
-    interfaces(&mut c, plan, sp);
+    lldp_app(&mut c, plan, syntax);
+    interfaces(&mut c, plan, sp, syntax);
     c.push(NvSet::new(
         &["system", "global", "arp", "base-reachable-time"],
         plan.intent.arp.aging_seconds.to_string(),
@@ -124,6 +139,18 @@ fn qos(c: &mut Vec<NvSet>, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
     {
         pfc_profile(c, &uplink_pfc_profile(plan), &sp.pfc, uplink_cable);
     }
+    for p in &sp.pfc {
+        c.push(NvSet::new(
+            &[
+                "qos",
+                "traffic-pool",
+                ROCE_LOSSLESS_POOL,
+                "switch-priority",
+                &p.to_string(),
+            ],
+            None,
+        ));
+    }
     for tc in &lossless {
         let tc = tc.to_string();
         let base = [
@@ -172,10 +199,10 @@ fn pfc_profile(c: &mut Vec<NvSet>, name: &str, pfc: &[u8], cable_m: u16) {
     c.push(NvSet::new(&["qos", "pfc", name, "tx"], "enable".to_owned()));
 }
 
-fn lldp_app(c: &mut Vec<NvSet>, plan: &FabricPlan<'_>) {
+fn lldp_app(c: &mut Vec<NvSet>, plan: &FabricPlan<'_>, syntax: NvueSyntax) {
     c.push(NvSet::new(
         &[
-            "service",
+            syntax.lldp_root,
             "lldp",
             "application-tlv",
             "udp-port",
@@ -186,7 +213,7 @@ fn lldp_app(c: &mut Vec<NvSet>, plan: &FabricPlan<'_>) {
     ));
 }
 
-fn interfaces(c: &mut Vec<NvSet>, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
+fn interfaces(c: &mut Vec<NvSet>, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, syntax: NvueSyntax) {
     let mtu = sp.mtu.to_string();
     for n in sp.networks() {
         c.push(NvSet::new(
@@ -230,7 +257,7 @@ fn interfaces(c: &mut Vec<NvSet>, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
             PortPeer::Switch { .. } => {
                 if let Some(addr) = p.address {
                     c.push(NvSet::new(
-                        &["interface", port, "ip", "address", &addr.to_string()],
+                        &["interface", port, syntax.ipv4, "address", &addr.to_string()],
                         None,
                     ));
                 }
@@ -242,11 +269,11 @@ fn interfaces(c: &mut Vec<NvSet>, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
         }
         c.push(NvSet::new(
             &["interface", port, "lldp", "dcbx-ets-config-tlv"],
-            "on".to_owned(),
+            syntax.on.to_owned(),
         ));
         c.push(NvSet::new(
             &["interface", port, "lldp", "dcbx-pfc-tlv"],
-            "on".to_owned(),
+            syntax.on.to_owned(),
         ));
         c.push(NvSet::new(
             &["interface", port, "qos", "pfc-watchdog", "state"],
@@ -265,7 +292,7 @@ fn interfaces(c: &mut Vec<NvSet>, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
             &[
                 "interface",
                 &svi,
-                "ip",
+                syntax.ipv4,
                 "address",
                 &format!("{}/{}", n.gateway, n.subnet.prefix_len()),
             ],
@@ -275,9 +302,52 @@ fn interfaces(c: &mut Vec<NvSet>, plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) {
     }
 }
 
-/// The commands as a shell script of `nv set` lines ending in `nv config apply`. Runs of
-/// commands that differ only in one numeric segment share a line (`dscp 0,1,2 ...`).
-pub fn to_cli(header: &str, commands: &[NvSet]) -> String {
+/// What `qos roce mode lossless` configures that the intent does not have: NVIDIA's lossless
+/// defaults for priority 3 (PFC, the lossless pool) and ECN on traffic classes 0 and 3. Paths
+/// for `nv unset`, so PFC and ECN end up exactly where the intent says.
+pub fn roce_default_unsets(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let p = ROCE_MODE_PRIORITY.to_string();
+    if !sp.pfc.contains(&ROCE_MODE_PRIORITY) {
+        out.push(path(&[
+            "qos",
+            "pfc",
+            "default-global",
+            "switch-priority",
+            &p,
+        ]));
+        out.push(path(&[
+            "qos",
+            "traffic-pool",
+            ROCE_LOSSLESS_POOL,
+            "switch-priority",
+            &p,
+        ]));
+    }
+    let ecn = plan.qos.lossless_tcs(&sp.pfc);
+    for tc in [0, ROCE_MODE_PRIORITY] {
+        if !ecn.contains(&tc) {
+            let tc = tc.to_string();
+            out.push(path(&[
+                "qos",
+                "congestion-control",
+                "default-global",
+                "traffic-class",
+                &tc,
+            ]));
+        }
+    }
+    out
+}
+
+fn path(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| (*w).to_owned()).collect()
+}
+
+/// The commands as a shell script of `nv set` lines, then `nv unset` for `unsets`, ending in
+/// `nv config apply`. Runs of commands that differ only in one numeric segment share a line
+/// (`dscp 0,1,2 ...`).
+pub fn to_cli(header: &str, commands: &[NvSet], unsets: &[Vec<String>]) -> String {
     let mut out = String::new();
     for line in header.lines() {
         out.push_str("# ");
@@ -287,6 +357,11 @@ pub fn to_cli(header: &str, commands: &[NvSet]) -> String {
     for group in group_numeric(commands) {
         out.push_str("nv set ");
         out.push_str(&group.join(" "));
+        out.push('\n');
+    }
+    for u in unsets {
+        out.push_str("nv unset ");
+        out.push_str(&u.join(" "));
         out.push('\n');
     }
     out.push_str("nv config apply\n");

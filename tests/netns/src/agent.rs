@@ -10,11 +10,11 @@
 //! `health.dcbReplayDir`), which the agent decodes with the real decoder.
 
 use std::fs;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
+
+use crate::free_port;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -248,13 +248,6 @@ pub struct AgentNode {
     child: Option<Child>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
-}
-
 impl AgentNode {
     /// A node `name` with `vfs` VFs whose PF is a RoCE NIC, registered in `cp`; the agent's
     /// configuration is `config` (YAML as JSON) with the test's paths added.
@@ -449,21 +442,7 @@ impl AgentNode {
 
     /// `GET path` on the agent's HTTP port: (status code, body); `None` when nothing listens.
     pub fn get(&self, path: &str) -> Option<(u16, String)> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
-        let mut text = String::new();
-        s.read_to_string(&mut text).ok()?;
-        let code = text.split_whitespace().nth(1)?.parse().ok()?;
-        let body = text
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_owned())
-            .unwrap_or_default();
-        Some((code, body))
+        crate::http_get(self.port, path)
     }
 
     /// Polls `check` every 20 ms until it returns `Some`, at most `timeout`; panics with the

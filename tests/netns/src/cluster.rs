@@ -43,13 +43,18 @@ pub fn controller_binary() -> &'static Path {
 /// Every YAML document of `file` (relative to the workspace root), comments and empty
 /// documents skipped.
 pub fn documents(file: &str) -> Vec<Value> {
-    let path = workspace_root().join(file);
+    documents_at(&workspace_root().join(file))
+}
+
+/// Every YAML document of the file at `path`, comments and empty documents skipped.
+pub fn documents_at(path: &Path) -> Vec<Value> {
     let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     text.split("\n---\n")
         .filter(|d| {
-            d.lines()
-                .any(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            d.lines().any(|l| {
+                !l.trim().is_empty() && !l.trim_start().starts_with('#') && l.trim() != "---"
+            })
         })
         .map(|d| {
             serde_saphyr::from_str::<Value>(d).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -60,34 +65,39 @@ pub fn documents(file: &str) -> Vec<Value> {
 /// Applies every document of `files` by server-side apply, as `kubectl apply --server-side`
 /// does, finding each kind through discovery.
 pub async fn apply_files(admin: &kube::Client, files: &[&str]) {
+    for file in files {
+        apply_documents(admin, &documents(file), file).await;
+    }
+}
+
+/// Applies `docs` (read from `source`, for messages) by server-side apply.
+pub async fn apply_documents(admin: &kube::Client, docs: &[Value], source: &str) {
     let discovery = Discovery::new(admin.clone())
         .run()
         .await
         .expect("API discovery");
-    for file in files {
-        for doc in documents(file) {
-            let api_version = doc["apiVersion"].as_str().expect("apiVersion");
-            let kind = doc["kind"].as_str().expect("kind");
-            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-            let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-            let (resource, caps) = discovery.resolve_gvk(&gvk).unwrap_or_else(|| {
-                panic!("{file}: the server does not serve {api_version} {kind}")
-            });
-            let name = doc["metadata"]["name"].as_str().expect("name").to_owned();
-            let api: Api<DynamicObject> = match doc["metadata"]["namespace"].as_str() {
-                Some(ns) if caps.scope == kube::discovery::Scope::Namespaced => {
-                    Api::namespaced_with(admin.clone(), ns, &resource)
-                }
-                _ => Api::all_with(admin.clone(), &resource),
-            };
-            api.patch(
-                &name,
-                &PatchParams::apply("spinel-test").force(),
-                &Patch::Apply(&doc),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{file}: apply {kind}/{name}: {e}"));
-        }
+    for doc in docs {
+        let api_version = doc["apiVersion"].as_str().expect("apiVersion");
+        let kind = doc["kind"].as_str().expect("kind");
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+        let (resource, caps) = discovery
+            .resolve_gvk(&gvk)
+            .unwrap_or_else(|| panic!("{source}: the server does not serve {api_version} {kind}"));
+        let name = doc["metadata"]["name"].as_str().expect("name").to_owned();
+        let api: Api<DynamicObject> = match doc["metadata"]["namespace"].as_str() {
+            Some(ns) if caps.scope == kube::discovery::Scope::Namespaced => {
+                Api::namespaced_with(admin.clone(), ns, &resource)
+            }
+            _ => Api::all_with(admin.clone(), &resource),
+        };
+        api.patch(
+            &name,
+            &PatchParams::apply("spinel-test").force(),
+            &Patch::Apply(doc),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{source}: apply {kind}/{name}: {e}"));
     }
 }
 

@@ -85,16 +85,19 @@ pub struct CniCall {
 }
 
 impl CniCall {
-    /// A call for one attachment, with the `CNI_ARGS` Multus sends for pod `pod`.
+    /// A call for one attachment, with the `CNI_ARGS` Multus sends behind containerd: its own
+    /// pairs, then the runtime's again (Multus `pkg/types/conf.go` appends every runtime pair
+    /// whose key it does not hold with an empty value), so every key repeats.
     pub fn new(command: &str, container_id: &str, netns: Option<&Path>, ifname: &str) -> Self {
+        let pod = format!(
+            "K8S_POD_NAMESPACE=training;K8S_POD_NAME=pod-{container_id};K8S_POD_INFRA_CONTAINER_ID={container_id};K8S_POD_UID=uid-{container_id}"
+        );
         Self {
             command: command.into(),
             container_id: container_id.into(),
             netns: netns.map(Path::to_owned),
             ifname: ifname.into(),
-            args: Some(format!(
-                "IgnoreUnknown=1;K8S_POD_NAMESPACE=training;K8S_POD_NAME=pod-{container_id};K8S_POD_INFRA_CONTAINER_ID={container_id};K8S_POD_UID=uid-{container_id}"
-            )),
+            args: Some(format!("IgnoreUnknown=true;{pod};IgnoreUnknown=1;{pod}")),
         }
     }
 

@@ -16,6 +16,8 @@ pub mod iproute2;
 pub mod k8s;
 pub mod live_fabric;
 pub mod lldpd;
+pub mod loopback;
+pub mod multus;
 pub mod node;
 pub mod sandbox;
 pub mod sched;
@@ -40,4 +42,34 @@ pub fn require_tool(tool: &str, package: &str) {
         found,
         "this test needs `{tool}`: apt-get install {package} (./scripts/install-deps.sh test does)"
     );
+}
+
+/// A free loopback port (released again: the caller binds it soon after).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// `GET path` on `127.0.0.1:port` (HTTP/1.1, plain): (status code, body); `None` when
+/// nothing listens or the answer is not HTTP.
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: spinel\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let code = text.split_whitespace().nth(1)?.parse().ok()?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Some((code, body))
 }

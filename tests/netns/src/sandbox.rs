@@ -124,11 +124,16 @@ impl Sandbox {
         pid
     }
 
-    /// Records `pid` as this sandbox's, so that a sweep after a crash kills it; for processes
-    /// whose handle the caller keeps and kills itself ([`Sandbox::spawn`] records its own).
+    /// Records `pid` (with its start time, so a reused pid is never taken for it) as this
+    /// sandbox's: it is killed when the sandbox is dropped, also while unwinding from a panic,
+    /// and by the sweep after a killed run. For processes whose handle the caller keeps
+    /// ([`Sandbox::spawn`] records its own).
     pub fn record_pid(&self, pid: u32) {
+        let Some(identity) = process_identity(pid) else {
+            return; // Already gone.
+        };
         let mut pids = fs::read_to_string(self.dir.join("pids")).unwrap_or_default();
-        pids.push_str(&format!("{pid}\n"));
+        pids.push_str(&format!("{identity}\n"));
         fs::write(self.dir.join("pids"), pids).expect("record child pid");
     }
 }
@@ -139,8 +144,80 @@ impl Drop for Sandbox {
             let _ = child.kill();
             let _ = child.wait();
         }
+        kill_everything_of(&self.dir);
         clean_dir(&self.dir);
     }
+}
+
+/// Kills every process recorded in `dir` that is still the one recorded, and every process
+/// left in one of its network namespaces (helpers the recorded ones started: an LLDP sender,
+/// a plugin's announcement helper), then waits until they are gone.
+fn kill_everything_of(dir: &Path) {
+    let recorded = fs::read_to_string(dir.join("pids")).unwrap_or_default();
+    let mut victims: Vec<i32> = recorded
+        .lines()
+        .filter(|line| {
+            line.split_whitespace()
+                .next()
+                .and_then(|pid| pid.parse::<u32>().ok())
+                .and_then(process_identity)
+                .is_some_and(|now| now == line.trim())
+        })
+        .filter_map(|line| line.split_whitespace().next()?.parse().ok())
+        .collect();
+    victims.extend(holders_of_namespaces(&dir.join("ns")));
+    for pid in &victims {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    // SIGKILL is asynchronous: a namespace stays alive until its last process has exited.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while victims
+        .iter()
+        .any(|pid| Path::new(&format!("/proc/{pid}/ns")).exists() && !is_zombie(*pid))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn is_zombie(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rfind(')').map(|i| s[i + 2..].starts_with('Z')))
+        .unwrap_or(true)
+}
+
+/// Processes (other than this one) whose network namespace is one of the namespaces bound
+/// under `ns_dir`.
+pub fn holders_of_namespaces(ns_dir: &Path) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt as _;
+    let ours: Vec<(u64, u64)> = fs::read_dir(ns_dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| fs::metadata(e.path()).ok())
+                .map(|m| (m.dev(), m.ino()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if ours.is_empty() {
+        return Vec::new();
+    }
+    let me = std::process::id() as i32;
+    fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|pid| *pid != me)
+                .filter(|pid| {
+                    fs::metadata(format!("/proc/{pid}/ns/net"))
+                        .is_ok_and(|m| ours.contains(&(m.dev(), m.ino())))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Removes sandboxes whose owning test process is gone.
@@ -161,14 +238,7 @@ fn sweep_leftovers() {
             .and_then(process_identity)
             .is_some_and(|now| now == owner);
         if !alive {
-            if let Ok(pids) = fs::read_to_string(dir.join("pids")) {
-                for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
-            }
+            kill_everything_of(&dir);
             clean_dir(&dir);
         }
     }

@@ -148,6 +148,6 @@ fn version_command_lists_supported_versions() {
     let json = out.expect_ok("VERSION");
     assert_eq!(
         json["supportedVersions"],
-        serde_json::json!(["0.4.0", "1.0.0", "1.1.0"])
+        serde_json::json!(["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"])
     );
 }

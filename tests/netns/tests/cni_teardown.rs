@@ -307,3 +307,66 @@ fn many_orphans_are_healed_by_successive_adds() {
     }
     node.assert_all_home();
 }
+
+/// A DEL whose configuration spinel refuses (a VLAN out of range, an unknown field, a version
+/// it does not speak) still finishes: the runtime would retry DEL of that sandbox forever.
+#[test]
+fn del_finishes_whatever_its_configuration_says() {
+    let node = SimNode::new("del_bad_conf", 2);
+    let bad_confs = |base: &serde_json::Value| {
+        let mut vlan = base.clone();
+        vlan["vlan"] = json!(5000);
+        let mut unknown = base.clone();
+        unknown["vlann"] = json!(3);
+        let mut version = base.clone();
+        version["cniVersion"] = json!("9.9.9");
+        [vlan, unknown, version]
+    };
+    // Nothing was ever attached: success, and nothing changes. (A full cycle first, so files
+    // that legitimately appear on first use, IPAM's lock among them, exist.)
+    let (warm, warm_conf) = add(&node, "warm", "warm", 0);
+    node.spinel(&warm.with_command("DEL"), &warm_conf)
+        .expect_ok("warm-up DEL");
+    let netns = node.pod("never");
+    let base = node.conf("1.1.0", Some(&node.vfs[0]));
+    let before = (node.links("node"), node.files());
+    for (i, conf) in bad_confs(&base).iter().enumerate() {
+        let call = CniCall::new("DEL", &format!("ghost{i}"), Some(&netns), "net1");
+        node.spinel(&call, conf)
+            .expect_ok("DEL of nothing with a refused configuration");
+    }
+    assert_eq!((node.links("node"), node.files()), before);
+
+    // Attached with a good configuration, deleted with one the NAD became: the record decides,
+    // so the VF comes home and the address is released.
+    for (i, conf) in bad_confs(&base).iter().enumerate() {
+        let (call, _) = add(&node, &format!("p{i}"), &format!("c{i}"), 1);
+        assert_eq!(node.leased_ips().len(), 1, "ADD {i} leased an address");
+        node.spinel(&call.with_command("DEL"), conf)
+            .expect_ok("DEL with a configuration refused since ADD");
+        node.assert_all_home();
+        assert!(node.leased_ips().is_empty(), "DEL {i} released the address");
+    }
+}
+
+/// A DEL for a container whose ADD never got as far as a record, in a pod namespace where
+/// another recorded attachment holds the same interface name: that interface is not this
+/// DEL's, so it succeeds and leaves it in place.
+#[test]
+fn del_of_an_unfinished_add_leaves_another_attachments_interface() {
+    let node = SimNode::new("del_other_owner", 2);
+    let (owner, conf) = add(&node, "p", "owner", 0);
+    let stray = CniCall::new("DEL", "unfinished", owner.netns.as_deref(), "net1");
+    node.spinel(&stray, &conf)
+        .expect_ok("DEL of an attachment that was never recorded");
+    assert!(
+        node.links("p").links.iter().any(|l| l.0 == "net1"),
+        "the owner's interface stays in the pod: {:?}",
+        node.links("p")
+    );
+    node.spinel(&owner.with_command("CHECK"), &conf)
+        .expect_ok("the owner's attachment is intact");
+    node.spinel(&owner.with_command("DEL"), &conf)
+        .expect_ok("the owner's DEL");
+    node.assert_all_home();
+}

@@ -47,3 +47,33 @@ fn leftovers_of_a_dead_run_are_swept() {
         "a sandbox whose owner is dead must be swept"
     );
 }
+
+/// A process the test recorded (an LLDP sender, an agent) and a process it did not but that
+/// lives in one of the sandbox's namespaces (a helper one of them started) both end with the
+/// sandbox: nothing keeps a namespace alive or keeps sending after the test.
+#[test]
+fn processes_end_with_their_sandbox() {
+    require_root();
+    let (recorded, helper);
+    {
+        let sb = Sandbox::new("processes_end_with_their_sandbox");
+        sb.netns("leaf");
+        let child = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        recorded = child.id();
+        sb.record_pid(recorded);
+        // Not recorded, started inside the namespace and detached from us.
+        let out = sb.run_in("leaf", "sh", &["-c", "sleep 600 >/dev/null 2>&1 & echo $!"]);
+        helper = out.trim().parse::<u32>().unwrap();
+        assert!(std::path::Path::new(&format!("/proc/{helper}")).exists());
+        std::mem::forget(child); // as a harness that forgot to kill it
+    }
+    for pid in [recorded, helper] {
+        let gone = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z')))
+            .unwrap_or(true);
+        assert!(gone, "process {pid} outlived its sandbox");
+    }
+}

@@ -24,6 +24,7 @@ switches:
   - name: leaf01
     role: leaf
     os: cumulus
+    version: '5.12'
     networks:
       - {rail: rail0, vlan: 100, subnet: 10.0.0.0/24, gateway: 10.0.0.1}
     ports:

@@ -45,12 +45,13 @@ impl Issue {
         self.severity == IssueSeverity::Error
     }
 
+    /// Every part is bounded: an intent with a 10 MB name gets a readable error, not the name.
     fn error(field: impl Into<String>, switch: Option<&str>, message: impl Into<String>) -> Self {
         Self {
             severity: IssueSeverity::Error,
-            field: field.into(),
-            switch: switch.map(str::to_owned),
-            message: message.into(),
+            field: bounded(field.into(), 4 * super::MAX_ECHO_BYTES),
+            switch: switch.map(|s| bounded(s.to_owned(), super::MAX_ECHO_BYTES)),
+            message: bounded(message.into(), 16 * super::MAX_ECHO_BYTES),
         }
     }
 
@@ -60,6 +61,20 @@ impl Issue {
             ..Self::error(field, switch, message)
         }
     }
+}
+
+/// `text` cut to `max` bytes (at a character boundary), saying how long it was.
+pub(crate) fn bounded(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let len = text.len();
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str(&format!("... ({len} bytes)"));
+    }
+    text
 }
 
 impl fmt::Display for Issue {
@@ -101,8 +116,8 @@ pub fn validate(intent: &Intent) -> Vec<Issue> {
             "fabric",
             None,
             format!(
-                "{:?} is not a valid fabric name (letters, digits, '.', '_', '-'; at most 63)",
-                intent.fabric
+                "{} is not a valid fabric name (letters, digits, '.', '_', '-'; at most 63)",
+                super::cut(&intent.fabric)
             ),
         );
     }

@@ -31,8 +31,8 @@ fn names(p: &RoceProfile, issues: &mut Issues) {
             "roce.name",
             None,
             format!(
-                "{:?}: use 1-20 letters, digits, '_' or '-', starting with a letter or digit",
-                p.name
+                "{}: use 1-20 letters, digits, '_' or '-', starting with a letter or digit",
+                crate::intent::cut(&p.name)
             ),
         );
     }
@@ -365,7 +365,7 @@ fn rails(intent: &Intent, issues: &mut Issues) {
             issues.error(
                 &field,
                 None,
-                format!("{:?} is not a valid rail name", r.name),
+                format!("{} is not a valid rail name", crate::intent::cut(&r.name)),
             );
         }
         if !names.insert(r.name.as_str()) {
@@ -376,7 +376,7 @@ fn rails(intent: &Intent, issues: &mut Issues) {
                 issues.error(
                     format!("{field}.nic"),
                     None,
-                    format!("{nic:?} is not a Linux interface name"),
+                    format!("{} is not a Linux interface name", crate::intent::cut(nic)),
                 );
             }
             if !nics.insert(nic.as_str()) {

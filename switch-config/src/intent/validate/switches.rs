@@ -5,7 +5,8 @@ use std::collections::{HashMap, HashSet};
 use super::{
     Issues, switch_field, valid_host_name, valid_nic_name, valid_port_name, valid_switch_name,
 };
-use crate::intent::{Intent, Switch, SwitchOs, SwitchRole};
+use crate::intent::software::Software;
+use crate::intent::{Intent, Switch, SwitchOs, SwitchRole, WatchdogAction, cut};
 use crate::plan::{FabricPlan, PortPeer, SwitchPlan};
 use crate::qos::{comma_list, pfc_headroom_bytes};
 
@@ -20,9 +21,9 @@ pub(super) fn check(intent: &Intent, plan: &FabricPlan<'_>, issues: &mut Issues)
                 &field,
                 Some(&s.name),
                 format!(
-                    "{:?} is not a valid switch name (a hostname: letters, digits, '.', '_', \
+                    "{} is not a valid switch name (a hostname: letters, digits, '.', '_', \
                      '-'; at most 63)",
-                    s.name
+                    cut(&s.name)
                 ),
             );
         }
@@ -39,6 +40,7 @@ pub(super) fn check(intent: &Intent, plan: &FabricPlan<'_>, issues: &mut Issues)
             );
         }
         role(s, issues);
+        software(intent, s, issues);
         overrides(intent, s, issues);
     }
     host_nics(intent, issues);
@@ -81,6 +83,31 @@ fn role(s: &Switch, issues: &mut Issues) {
              67108864 on Spectrum-3, 167772160 on Tomahawk 5)"
                 .into(),
         );
+    }
+}
+
+/// The release must be one whose syntax is known, and the intent expressible in it.
+fn software(intent: &Intent, s: &Switch, issues: &mut Issues) {
+    let field = switch_field(&s.name);
+    match Software::of(s) {
+        Err(message) => {
+            let leaf = if message.starts_with("platform") || message.starts_with("EOS needs") {
+                "platform"
+            } else {
+                "version"
+            };
+            issues.error(format!("{field}.{leaf}"), Some(&s.name), message);
+        }
+        Ok(Software::Eos { .. }) if intent.roce.pfc.watchdog.action == WatchdogAction::Forward => {
+            issues.error(
+                "roce.pfc.watchdog.action",
+                Some(&s.name),
+                "EOS's PFC watchdog acts by drop, errdisable or notify-only; it has no forward \
+                 action: use drop, or keep this switch off EOS"
+                    .into(),
+            );
+        }
+        Ok(_) => {}
     }
 }
 
@@ -153,7 +180,7 @@ fn ports(sp: &SwitchPlan<'_>, issues: &mut Issues) {
             issues.error(
                 &pfield,
                 Some(&s.name),
-                format!("{:?} is not a port name", p.name),
+                format!("{} is not a port name", cut(&p.name)),
             );
         }
         if !names.insert(p.name.as_str()) {
@@ -196,14 +223,17 @@ fn ports(sp: &SwitchPlan<'_>, issues: &mut Issues) {
             issues.error(
                 &pfield,
                 Some(&s.name),
-                format!("{host:?} is not a valid node name (lowercase DNS name)"),
+                format!(
+                    "{} is not a valid node name (lowercase DNS name)",
+                    cut(host)
+                ),
             );
         }
         if !valid_nic_name(nic) {
             issues.error(
                 &pfield,
                 Some(&s.name),
-                format!("{nic:?} is not a Linux interface name"),
+                format!("{} is not a Linux interface name", cut(nic)),
             );
         }
         if network.is_none() && !s.networks.is_empty() {

@@ -10,7 +10,7 @@ pub mod objects;
 pub mod service;
 
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
@@ -81,13 +81,7 @@ pub fn write_token_kubeconfig(path: &Path, server: &str, ca_file: &Path, token: 
     std::fs::write(path, config.to_string()).expect("write kubeconfig");
 }
 
-/// A free loopback port (released again: the caller binds it soon after).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
+pub use crate::free_port;
 
 /// One `spinel-scheduler` process, killed on drop. It runs under a small shell that kills it
 /// when this test process's end of its stdin closes, so one kept in a `static` (never dropped)
@@ -129,11 +123,12 @@ impl Extender {
             .arg("\"$0\" \"$@\" & echo $!; read _; kill -KILL $! 2>/dev/null")
             .arg(scheduler_binary())
             .arg(format!("--listen={addr}"))
+            .arg("--log-format=text")
             .args(args)
             .env("KUBECONFIG", kubeconfig)
             .env("POD_NAME", pod_name)
             .env("POD_NAMESPACE", NAMESPACE)
-            .env("RUST_LOG", "info,spinel_scheduler=debug")
+            .env("SPINEL_LOG", "info,spinel_scheduler=debug")
             .env("NO_COLOR", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

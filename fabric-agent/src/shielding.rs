@@ -1,4 +1,4 @@
-//! RoCE health over time: every period, the findings ([`crate::health`]) from the latest
+//! RoCE health over time: every period, the findings ([`crate::roce_health`]) from the latest
 //! observation, the kernel readings and the controller's cabling findings go into the node's
 //! report; the hysteresis decides the `RoCEFabricReady` condition and, when configured, the
 //! degraded taint, which are written only when they change (and refreshed every
@@ -16,12 +16,12 @@ use kube::runtime::{WatchStreamExt, watcher};
 use spinel_api::crd::{CablingFinding, HealthFinding, NodeFabric};
 use tokio::sync::watch;
 
-use crate::health::{self, Shield, condition_reason, is_informational};
-use crate::http::Probes;
 use crate::metrics::{FindingLabel, Metrics};
-use crate::node_status::{self, Verdict};
+use crate::node_condition::{self, Verdict};
+use crate::probes::Probes;
 use crate::readings::Reader;
 use crate::report::Observation;
+use crate::roce_health::{self, Shield, condition_reason, is_informational};
 use crate::settings::Health;
 
 /// The condition is applied again at least this often, unchanged.
@@ -144,12 +144,15 @@ impl Shielding {
             self.probes.beat();
             let (nics, table) = {
                 let o = self.observation.borrow();
-                (o.nics.clone(), o.table.clone())
+                (
+                    o.nics.clone(),
+                    o.table_at(&self.node, std::time::Instant::now()),
+                )
             };
             let readings = self.reader.read(nics.clone()).await;
             let cabling = self.cabling.borrow().clone();
             let settled = started.elapsed() >= self.settings.neighbor_grace;
-            let findings = health::findings(
+            let findings = roce_health::findings(
                 &self.settings,
                 &nics,
                 table.as_ref(),
@@ -191,6 +194,7 @@ impl Shielding {
         }
     }
 
+    #[tracing::instrument(name = "shield", skip_all, fields(node = %self.node, ready = verdict.ready))]
     async fn write(&self, written: &mut Written, verdict: Verdict) {
         let node = self.node.as_str();
         let due = written.at.is_none_or(|at| at.elapsed() >= REFRESH);
@@ -199,14 +203,14 @@ impl Shielding {
                 (Some(v), Some(t)) if v.ready == verdict.ready => t.clone(),
                 (Some(_), _) => Time(k8s_openapi::jiff::Timestamp::now()),
                 // First write since start: keep the Node's transition time if it agrees.
-                (None, _) => match node_status::current_condition(&self.nodes, node).await {
+                (None, _) => match node_condition::current_condition(&self.nodes, node).await {
                     Ok(Some(c)) if (c.status == "True") == verdict.ready => c
                         .last_transition_time
                         .unwrap_or_else(|| Time(k8s_openapi::jiff::Timestamp::now())),
                     _ => Time(k8s_openapi::jiff::Timestamp::now()),
                 },
             };
-            match node_status::apply_condition(&self.nodes, node, &verdict, &transition).await {
+            match node_condition::apply_condition(&self.nodes, node, &verdict, &transition).await {
                 Ok(()) => {
                     if written.verdict.as_ref() != Some(&verdict) {
                         tracing::info!(node, ready = verdict.ready, reason = %verdict.reason, message = %verdict.message, "RoCEFabricReady");
@@ -223,7 +227,7 @@ impl Shielding {
         // Without the setting the agent still removes a taint it may have set before.
         let taint = self.settings.taint && !verdict.ready;
         if written.taint != Some(taint) {
-            match node_status::set_taint(&self.nodes, node, taint).await {
+            match node_condition::set_taint(&self.nodes, node, taint).await {
                 Ok(changed) => {
                     if changed {
                         tracing::info!(

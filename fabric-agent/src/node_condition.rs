@@ -13,7 +13,7 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use spinel_api::scheduling::{DEGRADED_TAINT_EFFECT, DEGRADED_TAINT_KEY};
 
-use crate::publisher::FIELD_MANAGER;
+use crate::report_publisher::FIELD_MANAGER;
 
 /// The condition type.
 pub const CONDITION: &str = "RoCEFabricReady";

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Api;
-use kube::api::{Patch, PatchParams};
 use spinel_api::crd::{NodeFabric, NodeFabricSpec};
+use spinel_kube::apply::apply_retrying;
+use spinel_kube::backoff::Backoff;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
@@ -16,9 +17,6 @@ use crate::report::{Observation, spec};
 
 /// The field manager of everything the agent writes.
 pub const FIELD_MANAGER: &str = "spinel-agent";
-
-/// Longest wait between two attempts after a failure.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Keeps `NodeFabric/<node>` equal to the latest observation until `observations` closes.
 pub async fn run(
@@ -32,7 +30,20 @@ pub async fn run(
     let mut last: Option<NodeFabricSpec> = None;
     let mut next_resync = Instant::now() + resync;
     loop {
+        // A carried-over neighbour leaves the report when its TTL ends, as an aged-out one does.
+        let carried_ends = observations
+            .borrow()
+            .carried
+            .as_ref()
+            .and_then(|c| c.next_deadline(std::time::Instant::now()))
+            .map(Instant::from_std);
         if last.is_some() {
+            let carry_over = async {
+                match carried_ends {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 changed = observations.changed() => {
                     if changed.is_err() {
@@ -43,6 +54,7 @@ pub async fn run(
                 }
                 () = republish.notified() => last = None,
                 () = tokio::time::sleep_until(next_resync) => last = None,
+                () = carry_over => {}
             }
         }
         let current = spec(&node, &observations.borrow_and_update());
@@ -60,21 +72,10 @@ pub async fn run(
 }
 
 /// Applies `spec`, retrying with back-off until the API server takes it.
+#[tracing::instrument(name = "publish_report", skip(api, spec), fields(nics = spec.nics.len()))]
 async fn apply_until_done(api: &Api<NodeFabric>, node: &str, spec: NodeFabricSpec) {
     let object = NodeFabric::new(node, spec);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let mut backoff = Duration::from_millis(250);
-    loop {
-        match api.patch(node, &params, &Patch::Apply(&object)).await {
-            Ok(_) => return,
-            Err(e) => {
-                tracing::warn!(
-                    node,
-                    "cannot publish the node's fabric report, retrying in {backoff:?}: {e}"
-                );
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        }
-    }
+    let what = format!("NodeFabric/{node} (the node's fabric report)");
+    let mut backoff = Backoff::default();
+    apply_retrying(api, node, FIELD_MANAGER, &object, &mut backoff, None, &what).await;
 }

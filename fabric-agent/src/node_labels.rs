@@ -7,19 +7,19 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use spinel_api::crd::NodeFabric;
 use spinel_api::labels::LabelOptions;
+use spinel_kube::apply::apply_retrying;
+use spinel_kube::backoff::Backoff;
 use tokio::sync::Notify;
 
-use crate::publisher::FIELD_MANAGER;
+use crate::report_publisher::FIELD_MANAGER;
 
 /// Watches `NodeFabric/<node>` and keeps the Node's labels equal to its status; asks for the
 /// report to be published again when the object is deleted.
@@ -37,10 +37,19 @@ pub async fn run(
     let mut applied: Option<BTreeMap<String, String>> = None;
     let mut wanted: Option<BTreeMap<String, String>> = None;
     let mut on_node: Option<BTreeMap<String, String>> = None;
+    // Whether the current (re)list has shown the object: a list that ends without it means it
+    // was deleted while the watch was away (an expired resourceVersion), with no Delete event.
+    let mut listed = false;
     loop {
         tokio::select! {
             event = reports.next() => match event {
-                Some(Ok(watcher::Event::Apply(nf) | watcher::Event::InitApply(nf))) => {
+                Some(Ok(watcher::Event::Apply(nf))) => {
+                    if let Some(w) = desired(&nf, &options) {
+                        wanted = Some(w);
+                    }
+                }
+                Some(Ok(watcher::Event::InitApply(nf))) => {
+                    listed = true;
                     if let Some(w) = desired(&nf, &options) {
                         wanted = Some(w);
                     }
@@ -49,7 +58,13 @@ pub async fn run(
                     tracing::warn!(node, "the node's NodeFabric was deleted; publishing it again");
                     republish.notify_one();
                 }
-                Some(Ok(watcher::Event::Init | watcher::Event::InitDone)) => {}
+                Some(Ok(watcher::Event::Init)) => listed = false,
+                Some(Ok(watcher::Event::InitDone)) => {
+                    if !listed {
+                        tracing::warn!(node, "the node's NodeFabric is gone (found missing on a relist); publishing it again");
+                        republish.notify_one();
+                    }
+                }
                 // The watcher re-lists after errors, with back-off (a 410 Gone included).
                 Some(Err(e)) => tracing::warn!(node, "watching the node's NodeFabric: {e}"),
                 None => return,
@@ -88,33 +103,34 @@ pub fn desired(nf: &NodeFabric, options: &LabelOptions) -> Option<BTreeMap<Strin
 }
 
 /// Applies `labels` to the Node (a few attempts; the next event or resync tries again).
+#[tracing::instrument(name = "node_labels", skip(nodes, labels), fields(labels = labels.len()))]
 async fn apply(nodes: &Api<Node>, node: &str, labels: &BTreeMap<String, String>) -> bool {
     let patch = json!({
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": node, "labels": labels},
     });
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let mut backoff = Duration::from_millis(250);
-    for attempt in 1..=5 {
-        match nodes.patch(node, &params, &Patch::Apply(&patch)).await {
-            Ok(_) => {
-                tracing::info!(
-                    node,
-                    labels = labels.len(),
-                    "applied the fabric labels to the node"
-                );
-                return true;
-            }
-            Err(e) if attempt < 5 => {
-                tracing::warn!(node, "cannot label the node, retrying in {backoff:?}: {e}");
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
-            }
-            Err(e) => tracing::error!(node, "cannot label the node: {e}"),
-        }
+    let what = format!("the fabric labels of Node/{node}");
+    let mut backoff = Backoff::default();
+    let done = apply_retrying(
+        nodes,
+        node,
+        FIELD_MANAGER,
+        &patch,
+        &mut backoff,
+        Some(5),
+        &what,
+    )
+    .await
+    .is_some();
+    if done {
+        tracing::info!(
+            node,
+            labels = labels.len(),
+            "applied the fabric labels to the node"
+        );
     }
-    false
+    done
 }
 
 #[cfg(test)]
