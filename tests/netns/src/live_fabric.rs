@@ -13,6 +13,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use hostnet::netns::NetNs;
+use hostnet::packet::{PacketConfig, PacketSocket};
 use hostnet::sriov::fake::FakeSysfs;
 
 use crate::lldpd::{Lldpd, veth, wait_until};
@@ -230,6 +232,25 @@ impl LiveFabric {
             );
         }
         out
+    }
+
+    /// Sends `frames` (whole Ethernet frames) from the leaf end of `host`'s cable on `nic`, as
+    /// a device on that cable (or a compromised leaf port) would, `per_second` at most.
+    pub fn inject_from_leaf(&self, host: &str, nic: &str, frames: &[Vec<u8>], per_second: u32) {
+        let (leaf, port) = self
+            .cabling
+            .get(&(host.to_owned(), nic.to_owned()))
+            .cloned()
+            .expect("the NIC is cabled");
+        let ns = NetNs::open(self.sandbox.netns_path(&format!("leaf{leaf}")))
+            .expect("the leaf's namespace");
+        let socket = PacketSocket::open(&ns, &port, &PacketConfig::send_only())
+            .expect("a packet socket on the leaf port");
+        let gap = Duration::from_secs(1) / per_second.max(1);
+        for frame in frames {
+            socket.send(frame).expect("the frame is sent");
+            std::thread::sleep(gap);
+        }
     }
 
     /// Sends LLDP frames claiming to be switch `claim` from a pod on `host`: a macvlan on the

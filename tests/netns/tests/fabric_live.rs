@@ -28,6 +28,8 @@ use spinel_netns_tests::k8s::{
     ControlPlane, ControlPlaneOptions, client_with_token, service_account_token,
 };
 use spinel_netns_tests::live_fabric::{self, LiveFabric, NICS, spinelctl};
+use spinel_wire::MacAddr;
+use spinel_wire::lldp::{LldpFrame, LldpGroup, LocalSystem};
 
 const PREFIX: &str = "fabric.spinel.dev/";
 /// Three hosts per leaf group (a swapped pair of cables is told from the majority): h1-h3 in
@@ -727,13 +729,6 @@ async fn a_lying_node_bends_nothing(w: &mut World, first: &Value) -> Value {
             ],
         ),
     ));
-    let others = |p: &Value| -> Value {
-        let mut l = p["labels"].clone();
-        if let Some(m) = l.as_object_mut() {
-            m.remove("h1");
-        }
-        l
-    };
     for (what, report) in attacks {
         api.patch(
             "h1",
@@ -763,8 +758,8 @@ async fn a_lying_node_bends_nothing(w: &mut World, first: &Value) -> Value {
         tokio::time::sleep(Duration::from_secs(2)).await;
         let now = w.published().await;
         assert_eq!(
-            others(&now),
-            others(first),
+            others_labels(&now),
+            others_labels(first),
             "{what}: another node's labels changed"
         );
         // The lie is a finding against h1 (disputed, or what it claims about its own cables),
@@ -805,9 +800,13 @@ async fn a_lying_node_bends_nothing(w: &mut World, first: &Value) -> Value {
     );
     let agent = w.agents.get_mut("h1").unwrap();
     agent.start_again();
-    // Everything as before, but h1's report is a later generation: the new baseline, once
-    // h1's agent has also found its health again (the lies' health was not carried over) and
-    // the controller has seen that.
+    h1_back(w, first, &health_before, "the lies").await
+}
+
+/// Everything as in `first` again, but h1's report is a later generation: the new baseline,
+/// once h1's agent has also found its health `health_before` again (a lie's health is not
+/// carried over) and the controller has seen that.
+async fn h1_back(w: &World, first: &Value, health_before: &Value, after: &str) -> Value {
     let same = |p: &Value| {
         let mut p = p.clone();
         p["statuses"]["h1"]["observedGeneration"] =
@@ -824,7 +823,7 @@ async fn a_lying_node_bends_nothing(w: &mut World, first: &Value) -> Value {
             let health = &nf.data["spec"]["health"];
             let settled =
                 nf.data["status"]["observedGeneration"].as_i64() == nf.metadata.generation;
-            if *health == health_before && settled {
+            if health == health_before && settled {
                 Ok(())
             } else {
                 Err(format!("h1's health {health}, settled: {settled}"))
@@ -832,13 +831,71 @@ async fn a_lying_node_bends_nothing(w: &mut World, first: &Value) -> Value {
         },
     )
     .await;
-    converged_where(
-        w,
-        "everything as before the lies",
-        Duration::from_secs(20),
-        same,
-    )
-    .await
+    let what = format!("everything as before {after}");
+    converged_where(w, &what, Duration::from_secs(20), same).await
+}
+
+/// Every node's labels but h1's.
+fn others_labels(p: &Value) -> Value {
+    let mut l = p["labels"].clone();
+    if let Some(m) = l.as_object_mut() {
+        m.remove("h1");
+    }
+    l
+}
+
+/// An LLDP frame from a leaf port: `chassis` named `name`, its port `port`, `ttl`.
+fn leaf_frame(chassis: [u8; 6], name: &str, port: &str, ttl: u16) -> Vec<u8> {
+    let mut leaf = LocalSystem::new(MacAddr(chassis), port);
+    leaf.system_name = Some(name.into());
+    LldpFrame {
+        destination: LldpGroup::NearestBridge,
+        source: MacAddr(chassis),
+        vlan: None,
+        lldpdu: leaf.lldpdu(ttl).unwrap(),
+    }
+    .to_vec(1500)
+    .unwrap()
+}
+
+/// 3b. Forged LLDP on a cable, from the leaf end of h1's first one: a 10,000-chassis flood
+///     (TTL 5), then LLDPDUs with TTL 0 carrying leaf1's own MSAP on that port, 20 a second
+///     for 5 s. At no moment does another node's label change; h1 comes back whole.
+async fn forged_frames_bend_nothing(w: &World, first: &Value) -> Value {
+    let health_before =
+        nodefabrics(&w.admin).get("h1").await.unwrap().data["spec"]["health"].clone();
+    let flood: Vec<Vec<u8>> = (0..10_000u32)
+        .map(|i| {
+            let [_, a, b, c] = i.to_be_bytes();
+            leaf_frame([0x0e, 0, 0, a, b, c], &format!("flood{i}"), "swp1", 5)
+        })
+        .collect();
+    let leaf1 = [0x0c, 0x42, 0xa1, 0x00, 0x01, 0x01];
+    assert_eq!(MacAddr(leaf1).to_string(), live_fabric::leaf_chassis(1));
+    let shutdown = vec![leaf_frame(leaf1, "leaf1", "swp1", 0); 20];
+    let mut samples = 0;
+    let mut check = |now: Value, what: &str| {
+        samples += 1;
+        assert_eq!(
+            others_labels(&now),
+            others_labels(first),
+            "{what}: another node's labels changed"
+        );
+    };
+    for chunk in flood.chunks(1000) {
+        w.fabric.inject_from_leaf("h1", NICS[0], chunk, 10_000);
+        check(w.published().await, "the flood");
+    }
+    for _ in 0..5 {
+        w.fabric.inject_from_leaf("h1", NICS[0], &shutdown, 20);
+        check(w.published().await, "TTL-0 forgeries of leaf1");
+    }
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        check(w.published().await, "after the forgeries");
+    }
+    assert!(samples >= 35);
+    h1_back(w, first, &health_before, "the forged frames").await
 }
 
 /// 3. LLDP from a pod on h1 (a macvlan on its NIC) reaches the leaf and changes nothing.
@@ -1230,6 +1287,7 @@ async fn agents_and_controller_keep_the_fabric_published() {
     no_churn(&w).await;
     rolling_restarts_change_nothing(&mut w).await;
     let first = a_lying_node_bends_nothing(&mut w, &first).await;
+    let first = forged_frames_bend_nothing(&w, &first).await;
     pod_frames_ignored(&w, &first).await;
     agents_confined_to_their_node(&w, &first).await;
     conflicting_writes_put_back(&w, &first).await;
