@@ -5,7 +5,8 @@
 # the peers' CRDs the chart's optional objects and the examples need from their Go modules into
 # $CARGO_TARGET_DIR/k8s/peer-crds: the Prometheus operator's PrometheusRule and PodMonitor,
 # Kubeflow's PyTorchJob. Idempotent: Go's module and build caches make a second run take
-# seconds; nothing but Go modules is fetched. Prints helm's path.
+# seconds; nothing but Go modules is fetched. Prints helm's path. Also builds kubectl and
+# dashlint (this directory's commands) beside it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
@@ -26,6 +27,10 @@ for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
   ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s_minor"
 done
 go build -ldflags="$ldflags" -o "$out_dir/helm" helm.sh/helm/v3/cmd/helm
+# kubectl (k8s.io/kubectl, the version Helm pins) for the README's install commands, and the
+# Grafana dashboard linter over the Grafana Foundation SDK's dashboard schema.
+go build -ldflags="-s -w" -o "$out_dir/kubectl" ./kubectl
+go build -ldflags="-s -w" -o "$out_dir/dashlint" ./dashlint
 
 # Peers' CRDs, verified against go.sum's checksum database like any module.
 crd() { # MODULE@VERSION PATH-IN-MODULE
