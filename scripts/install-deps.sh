@@ -79,3 +79,26 @@ if [ "${1:-demo}" = test ]; then
   fi
 fi
 # --- end switch-config peers ------------------------------------------------------------------
+
+# --- installation tests (tests/helm, tests/image) -----------------------------------------------
+# promtool (Debian's prometheus) for the alerting rules; podman and skopeo to run and inspect the
+# image; musl-tools and Rust's musl target for its static binaries.
+if [ "${1:-demo}" = test ]; then
+  want_install=(prometheus podman skopeo musl-tools)
+  missing_install=()
+  for p in "${want_install[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing_install+=("$p")
+  done
+  if [ ${#missing_install[@]} -gt 0 ]; then
+    echo "install-deps: installing ${missing_install[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_install[@]}" >/dev/null
+  fi
+  # The prometheus package starts a server on :9090; the tests run promtool only.
+  if systemctl is-active --quiet prometheus 2>/dev/null; then
+    systemctl stop prometheus; systemctl disable --quiet prometheus || true
+  fi
+  rustup target list --installed | grep -qx x86_64-unknown-linux-musl \
+    || rustup target add x86_64-unknown-linux-musl
+fi
+# --- end installation tests ---------------------------------------------------------------------
