@@ -190,8 +190,12 @@ fn version_of(path: &Path) -> Result<PluginVersion, String> {
     if !out.status.success() {
         return Err(format!("--version failed ({})", out.status));
     }
-    PluginVersion::parse(&text)
-        .ok_or_else(|| format!("answered --version with {:?}, not `spinel X.Y.Z`", text.trim()))
+    PluginVersion::parse(&text).ok_or_else(|| {
+        format!(
+            "answered --version with {:?}, not `spinel X.Y.Z`",
+            text.trim()
+        )
+    })
 }
 
 /// Writes `bytes` to `target` through a temporary file in the same directory (mode `mode`,
@@ -375,8 +379,12 @@ pub fn run(flags: &InstallFlags) -> Result<(), InstallError> {
         ),
     }
     match (&flags.settings, done.settings_written) {
-        (Some(_), true) => tracing::info!(settings = %flags.settings_target.display(), "wrote the CNI settings"),
-        (Some(_), false) => tracing::info!(settings = %flags.settings_target.display(), "the CNI settings are already current"),
+        (Some(_), true) => {
+            tracing::info!(settings = %flags.settings_target.display(), "wrote the CNI settings")
+        }
+        (Some(_), false) => {
+            tracing::info!(settings = %flags.settings_target.display(), "the CNI settings are already current")
+        }
         (None, _) => tracing::info!("no CNI settings given; the node's file is left as it is"),
     }
     Ok(())
@@ -394,7 +402,12 @@ mod tests {
         assert!(v("spinel 0.10.0\n") > v("spinel 0.9.0"));
         assert_eq!(v("spinel 0.1.0").to_string(), "0.1.0");
         assert_eq!(v("spinel 1.0.0-rc.1").to_string(), "1.0.0-rc.1");
-        for bad in ["sleep (GNU coreutils) 9.1", "spinel 1.2", "spinel 1.2.3.4", "spinel x.y.z"] {
+        for bad in [
+            "sleep (GNU coreutils) 9.1",
+            "spinel 1.2",
+            "spinel 1.2.3.4",
+            "spinel x.y.z",
+        ] {
             assert!(PluginVersion::parse(bad).is_none(), "{bad}");
         }
     }

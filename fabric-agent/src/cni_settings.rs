@@ -180,7 +180,10 @@ mod tests {
         assert_eq!(s.log_level, Some(LogLevel::Debug));
         let err = CniSettings::parse(p, br#"{"stateDri":"/x"}"#).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("stateDri") && msg.contains("stateDir"), "{msg}");
+        assert!(
+            msg.contains("stateDri") && msg.contains("stateDir"),
+            "{msg}"
+        );
         assert!(CniSettings::parse(p, br#"{"stateDir":"rel"}"#).is_err());
         assert!(CniSettings::parse(p, br#"{"logLevel":"loud"}"#).is_err());
         assert!(CniSettings::parse(p, br#"{"stateDir":null}"#).is_err());

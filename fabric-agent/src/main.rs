@@ -8,7 +8,10 @@ use clap::Parser;
 use spinel_agent::config::{AgentConfig, Flags};
 
 fn main() -> ExitCode {
-    if std::env::args_os().nth(1).is_some_and(|a| a == "install-cni") {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "install-cni")
+    {
         return install_cni();
     }
     let flags = Flags::parse();

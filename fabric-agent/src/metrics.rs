@@ -384,10 +384,16 @@ impl CniJournal {
 
     /// (NIC, VFs enabled, VFs claimed) for every NIC that is an SR-IOV PF.
     fn vfs(&self, claimed: Option<&[String]>) -> Vec<(String, u32, Option<usize>)> {
-        let nics = self.nics.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let nics = self
+            .nics
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let mut out = Vec::new();
         for nic in nics {
-            let Ok(pf) = self.sysfs.pf(&nic) else { continue };
+            let Ok(pf) = self.sysfs.pf(&nic) else {
+                continue;
+            };
             let held = claimed.and_then(|claimed| {
                 let vfs = self.sysfs.vfs_of(&pf).ok()?;
                 Some(
@@ -454,8 +460,7 @@ impl Collector for CniJournal {
         if let Some(counters) = Self::counters(dir) {
             for (name, help, key) in CNI_COUNTERS {
                 let value = counters[key].as_u64().unwrap_or(0);
-                let family =
-                    encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+                let family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
                 ConstCounter::new(value).encode(family)?;
             }
         }
@@ -675,7 +680,10 @@ mod tests {
             addresses: Vec::new(),
         }]);
         let text = m.encode();
-        assert!(text.contains("spinel_sriov_vfs{nic=\"ens1f0np0\"} 4"), "{text}");
+        assert!(
+            text.contains("spinel_sriov_vfs{nic=\"ens1f0np0\"} 4"),
+            "{text}"
+        );
         // Before the journal is known, nothing is said about it (not zero).
         assert!(!text.contains("spinel_sriov_vfs_claimed"), "{text}");
         assert!(!text.contains("spinel_cni_"), "{text}");
@@ -706,7 +714,10 @@ mod tests {
         }
         // A journal without counters yet: zero deferred, as the CNI would count.
         fs::remove_file(state.join("counters.json")).unwrap();
-        assert!(m.encode().contains("spinel_cni_ipam_releases_deferred_total 0"));
+        assert!(
+            m.encode()
+                .contains("spinel_cni_ipam_releases_deferred_total 0")
+        );
     }
 
     #[test]
