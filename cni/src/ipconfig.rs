@@ -149,6 +149,7 @@ fn policy_rules(result: &CniResult, policy: &Policy) -> Vec<Rule> {
                 source: host,
                 table: policy.table,
                 priority: policy.priority,
+                protocol: 0,
             })
         })
         .collect()

@@ -111,7 +111,9 @@ pub fn run(
             version,
         );
     }
-    let span = tracing::info_span!("spinel", cmd = inv.command.as_str(), container = %inv.container_id, ifname = %inv.ifname);
+    // The fields an operator filters a node's CNI log by: the call, the attachment, the network.
+    let network = config.as_ref().map_or("", |c| c.conf.name.as_str());
+    let span = tracing::info_span!("spinel", cmd = inv.command.as_str(), container = %inv.container_id, ifname = %inv.ifname, network);
     let _enter = span.enter();
     let result = match (inv.command, &config) {
         (Command::Del, config) => {

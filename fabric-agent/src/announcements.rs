@@ -114,6 +114,7 @@ fn run(host_ns: &NetNs, settings: &Garp, metrics: &Metrics, rx: &Receiver<String
 }
 
 /// One round for `nic`: the host's addresses, then every pod on it.
+#[tracing::instrument(name = "announce", skip_all, fields(nic = %nic))]
 fn round(
     host_ns: &NetNs,
     host: &mut RouteSocket,
@@ -197,7 +198,7 @@ fn host_addresses(
 
 /// The pod's namespace and the addresses to announce there, after every check.
 fn pod_target(a: &PodAttachment) -> Result<(NetNs, Vec<IpAddr>), String> {
-    a.validate()?;
+    a.validate().map_err(|e| e.to_string())?;
     let ns = NetNs::open(&a.netns).map_err(|e| format!("namespace: {e}"))?;
     if !ns.is(&a.netns_id) {
         return Err(format!(

@@ -18,9 +18,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hostnet::netlink::{Address, NetlinkError, NetlinkErrorKind};
+use hostnet::netlink::{Address, NetlinkError, NetlinkErrorKind, Route, Rule};
 use hostnet::netns::NetNs;
-use hostnet::rtnl::{Rtnl, SourceRule, TableRoute};
+use hostnet::rtnl::Rtnl;
 use ipnet::IpNet;
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::{Notify, watch};
@@ -47,9 +47,9 @@ pub struct Sysctl {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Desired {
     /// Rules.
-    pub rules: BTreeSet<SourceRule>,
+    pub rules: BTreeSet<Rule>,
     /// Routes.
-    pub routes: BTreeSet<TableRoute>,
+    pub routes: BTreeSet<Route>,
     /// Sysctls.
     pub sysctls: Vec<Sysctl>,
 }
@@ -58,13 +58,13 @@ pub struct Desired {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changes {
     /// Rules to delete (the agent's, no longer wanted).
-    pub delete_rules: Vec<SourceRule>,
+    pub delete_rules: Vec<Rule>,
     /// Routes to delete.
-    pub delete_routes: Vec<TableRoute>,
+    pub delete_routes: Vec<Route>,
     /// Routes to add (before the rules that point at their tables).
-    pub add_routes: Vec<TableRoute>,
+    pub add_routes: Vec<Route>,
     /// Rules to add.
-    pub add_rules: Vec<SourceRule>,
+    pub add_rules: Vec<Rule>,
 }
 
 impl Changes {
@@ -126,7 +126,8 @@ pub fn desired(settings: &Routing, nics: &[Nic], addresses: &[Address]) -> Desir
         for net in &mine {
             let ipv6 = net.addr().is_ipv6();
             *subnets.entry(net.trunc()).or_default() += usize::from(!ipv6);
-            out.routes.insert(TableRoute {
+            out.routes.insert(Route {
+                metric: None,
                 table,
                 destination: net.trunc(),
                 gateway: None,
@@ -136,7 +137,7 @@ pub fn desired(settings: &Routing, nics: &[Nic], addresses: &[Address]) -> Desir
                 link_scope: !ipv6,
                 protocol: settings.protocol,
             });
-            out.rules.insert(SourceRule {
+            out.rules.insert(Rule {
                 source: IpNet::from(net.addr()),
                 table,
                 priority: settings.rule_priority,
@@ -146,7 +147,8 @@ pub fn desired(settings: &Routing, nics: &[Nic], addresses: &[Address]) -> Desir
         if let Some(gw) = settings.gateways.get(&nic.name)
             && mine.iter().any(|n| n.addr().is_ipv6() == gw.is_ipv6())
         {
-            out.routes.insert(TableRoute {
+            out.routes.insert(Route {
+                metric: None,
                 table,
                 destination: IpNet::new(
                     if gw.is_ipv6() {
@@ -175,7 +177,7 @@ pub fn desired(settings: &Routing, nics: &[Nic], addresses: &[Address]) -> Desir
             ("rp_filter", settings.rp_filter),
         ] {
             out.sysctls.push(Sysctl {
-                nic: nic.name.clone(),
+                nic: nic.name.to_string(),
                 key,
                 value,
             });
@@ -186,14 +188,9 @@ pub fn desired(settings: &Routing, nics: &[Nic], addresses: &[Address]) -> Desir
 
 /// The changes from what the kernel has (`rules`, `routes`: everybody's) to `want`. Only
 /// entries with the agent's `protocol` are ever deleted.
-pub fn changes(
-    want: &Desired,
-    rules: &[SourceRule],
-    routes: &[TableRoute],
-    protocol: u8,
-) -> Changes {
-    let have_rules: BTreeSet<&SourceRule> = rules.iter().collect();
-    let have_routes: BTreeSet<&TableRoute> = routes.iter().collect();
+pub fn changes(want: &Desired, rules: &[Rule], routes: &[Route], protocol: u8) -> Changes {
+    let have_rules: BTreeSet<&Rule> = rules.iter().collect();
+    let have_routes: BTreeSet<&Route> = routes.iter().collect();
     Changes {
         delete_rules: rules
             .iter()
@@ -220,7 +217,7 @@ pub fn changes(
     }
 }
 
-fn route_args(r: &TableRoute, names: &BTreeMap<u32, String>) -> String {
+fn route_args(r: &Route, names: &BTreeMap<u32, String>) -> String {
     let mut s = r.destination.to_string();
     if let Some(gw) = r.gateway {
         s += &format!(" via {gw}");
@@ -336,6 +333,7 @@ impl Router {
 
     /// One pass: read, compare, repair (or print, in dry-run mode). Returns the iproute2
     /// lines of what was (or would be) changed.
+    #[tracing::instrument(name = "host_routing", skip_all, fields(nics = nics.len()))]
     async fn reconcile(&self, nics: &[Nic]) -> Result<Vec<String>, NetlinkError> {
         let addresses = self.rtnl.addresses().await?;
         let want = desired(&self.settings, nics, &addresses);
@@ -398,7 +396,7 @@ fn nics_of(o: &Observation) -> Vec<Nic> {
     o.nics
         .iter()
         .map(|n| Nic {
-            name: n.name.clone(),
+            name: n.name.to_string(),
             index: n.index,
         })
         .collect()
@@ -493,7 +491,7 @@ mod tests {
         ];
         let want = desired(&s, &nics(), &addresses);
         assert_eq!(want.rules.len(), 2, "{:?}", want.rules);
-        assert!(want.rules.contains(&SourceRule {
+        assert!(want.rules.contains(&Rule {
             source: "10.56.0.7/32".parse().unwrap(),
             table: 100,
             priority: 1000,
@@ -543,20 +541,20 @@ mod tests {
     fn only_the_agents_own_entries_are_removed_and_present_ones_are_kept() {
         let s = settings();
         let want = desired(&s, &nics(), &[addr(4, "10.56.0.7/24")]);
-        let stale = SourceRule {
+        let stale = Rule {
             source: "10.56.0.99/32".parse().unwrap(),
             table: 100,
             priority: 1000,
             protocol: 197,
         };
-        let operators = SourceRule {
+        let operators = Rule {
             protocol: 4,
             ..stale.clone()
         };
-        let mut rules: Vec<SourceRule> = want.rules.iter().cloned().collect();
+        let mut rules: Vec<Rule> = want.rules.iter().cloned().collect();
         rules.push(stale.clone());
         rules.push(operators);
-        let routes: Vec<TableRoute> = want.routes.iter().cloned().collect();
+        let routes: Vec<Route> = want.routes.iter().cloned().collect();
         let c = changes(&want, &rules, &routes, 197);
         assert_eq!(c.delete_rules, vec![stale]);
         assert!(c.add_rules.is_empty() && c.add_routes.is_empty() && c.delete_routes.is_empty());

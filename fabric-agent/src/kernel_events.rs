@@ -59,7 +59,7 @@ pub async fn run(
                 .borrow()
                 .nics
                 .iter()
-                .map(|n| n.name.clone())
+                .map(|n| n.name.to_string())
                 .collect();
             if let Some(nic) = carrier.carrier_up(&event, &roce) {
                 tracing::info!(nic, "carrier up: announcing the host's and pods' addresses");

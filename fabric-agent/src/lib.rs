@@ -88,13 +88,14 @@ pub enum AgentError {
     /// The API client.
     #[error(transparent)]
     Client(#[from] spinel_kube::client::ClientError),
-    /// The LLDP advertisement of a NIC is invalid.
-    #[error("cannot advertise LLDP on {nic}: {reason}")]
+    /// The LLDP advertisement of a NIC cannot be built.
+    #[error("cannot advertise LLDP on {nic}")]
     Advert {
         /// The NIC.
         nic: String,
         /// Why.
-        reason: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -129,7 +130,7 @@ pub fn run(config: AgentConfig) -> Result<(), AgentError> {
     if found.is_empty() {
         tracing::warn!("no RoCE NIC found; the node is reported without any");
     }
-    let names: Vec<String> = found.iter().map(|n| n.name.clone()).collect();
+    let names: Vec<String> = found.iter().map(|n| n.name.to_string()).collect();
     let sockets =
         open_ports(&ns, &names).map_err(|e| kernel_err("open the LLDP sockets")(e.into()))?;
     tracing::info!(node = %config.node_name, nics = ?names, "starting");
@@ -171,14 +172,14 @@ async fn serve(
         .map_err(|e| kernel_err("listen for LLDP")(e.into()))?;
     if let Some(timing) = config.transmit {
         for nic in &found {
-            let advert = |reason: String| AgentError::Advert {
-                nic: nic.name.clone(),
-                reason,
+            let advert = |source: Box<dyn std::error::Error + Send + Sync>| AgentError::Advert {
+                nic: nic.name.to_string(),
+                source,
             };
-            let frame = observe::advert(&node, nic, timing).map_err(advert)?;
+            let frame = observe::advert(&node, nic, timing).map_err(|e| advert(e.into()))?;
             ports
                 .advertise(&nic.name, frame, Instant::now())
-                .map_err(|e| advert(e.to_string()))?;
+                .map_err(|e| advert(e.into()))?;
         }
     }
     let fabrics: Api<NodeFabric> = Api::all(client.clone());

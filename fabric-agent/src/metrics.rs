@@ -580,7 +580,7 @@ impl Metrics {
             nics.iter().map(|n| n.name.clone()).collect();
         for nic in nics {
             let label = NicLabel {
-                nic: nic.name.clone(),
+                nic: nic.name.to_string(),
             };
             self.carrier
                 .get_or_create(&label)

@@ -103,6 +103,7 @@ pub fn desired(nf: &NodeFabric, options: &LabelOptions) -> Option<BTreeMap<Strin
 }
 
 /// Applies `labels` to the Node (a few attempts; the next event or resync tries again).
+#[tracing::instrument(name = "node_labels", skip(nodes, labels), fields(labels = labels.len()))]
 async fn apply(nodes: &Api<Node>, node: &str, labels: &BTreeMap<String, String>) -> bool {
     let patch = json!({
         "apiVersion": "v1",

@@ -105,9 +105,20 @@ pub fn on_lldp_event(
     }
 }
 
+/// Why a NIC's advertisement cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum AdvertError {
+    /// The local system's TLVs.
+    #[error(transparent)]
+    Local(#[from] spinel_wire::lldp::LocalSystemError),
+    /// The frame.
+    #[error(transparent)]
+    Encode(#[from] spinel_wire::lldp::EncodeError),
+}
+
 /// What the node advertises on `nic`: the node name as system name (so switch-side tables
 /// name hosts the way Kubernetes does), the NIC as port, station capability.
-pub fn advert(node: &str, nic: &RoceNic, timing: TxTiming) -> Result<Advert, String> {
+pub fn advert(node: &str, nic: &RoceNic, timing: TxTiming) -> Result<Advert, AdvertError> {
     let mac = nic.mac.unwrap_or_default();
     let mut local = LocalSystem::new(mac, &nic.name);
     local.system_name = Some(node.to_owned());
@@ -117,7 +128,7 @@ pub fn advert(node: &str, nic: &RoceNic, timing: TxTiming) -> Result<Advert, Str
         enabled: vec![Capability::Station],
     });
     local.max_frame_size = u16::try_from(nic.mtu + 18).ok();
-    let lldpdu = local.lldpdu(timing.ttl()).map_err(|e| e.to_string())?;
+    let lldpdu = local.lldpdu(timing.ttl())?;
     let frame = LldpFrame {
         destination: LldpGroup::NearestBridge,
         source: mac,
@@ -129,8 +140,8 @@ pub fn advert(node: &str, nic: &RoceNic, timing: TxTiming) -> Result<Advert, Str
         ..frame.clone()
     };
     Ok(Advert {
-        frame: frame.to_vec(1500).map_err(|e| e.to_string())?,
-        shutdown: shutdown.to_vec(1500).map_err(|e| e.to_string())?,
+        frame: frame.to_vec(1500)?,
+        shutdown: shutdown.to_vec(1500)?,
         timing,
     })
 }

@@ -39,7 +39,7 @@ impl Reader {
                             .iter()
                             .map(|n| {
                                 let pfc = host_pfc(&ns, &mut dcb, dcb_replay.as_deref(), &n.name);
-                                (n.name.clone(), pfc)
+                                (n.name.to_string(), pfc)
                             })
                             .collect(),
                         missing_gids: missing_gids(&sysfs_root, &nics),
@@ -79,7 +79,7 @@ fn host_pfc(ns: &NetNs, dcb: &mut Option<DcbSocket>, replay: Option<&Path>, nic:
             Ok(text) => match unhex(text.trim()) {
                 Some(bytes) => IeeeState::from_reply_payload(&bytes)
                     .map(from_state)
-                    .unwrap_or_else(HostPfc::Unknown),
+                    .unwrap_or_else(|e| HostPfc::Unknown(e.to_string())),
                 None => HostPfc::Unknown(format!("{} is not hex", path.display())),
             },
             Err(e) => HostPfc::Unknown(format!("no recorded reply {}: {e}", path.display())),
@@ -129,14 +129,14 @@ fn missing_gids(sysfs_root: &Path, nics: &[RoceNic]) -> BTreeMap<String, Vec<Str
             .filter(|ip| {
                 let query = GidQuery {
                     device: Some(device.clone()),
-                    netdev: nic.name.clone(),
+                    netdev: nic.name.to_string(),
                     addr: *ip,
                 };
                 !matches!(sysfs.resolve(&query), Ok(Some(_)))
             })
             .map(|ip| ip.to_string())
             .collect();
-        out.insert(nic.name.clone(), missing);
+        out.insert(nic.name.to_string(), missing);
     }
     out
 }

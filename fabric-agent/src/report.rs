@@ -179,7 +179,7 @@ pub fn spec(node: &str, observation: &Observation) -> NodeFabricSpec {
         .iter()
         .take(MAX_NICS)
         .map(|n| NicReport {
-            name: n.name.clone(),
+            name: n.name.to_string(),
             pci: Some(n.pci.to_string()),
             rdma_device: n.rdma_device.clone(),
             mac: n.mac.map(|m| m.to_string()),
@@ -241,7 +241,7 @@ mod tests {
 
     fn nic(name: &str) -> RoceNic {
         RoceNic {
-            name: name.into(),
+            name: name.parse().unwrap(),
             index: 2,
             pci: "0000:3b:00.0".parse().unwrap(),
             rdma_device: None,

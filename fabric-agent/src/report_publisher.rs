@@ -72,6 +72,7 @@ pub async fn run(
 }
 
 /// Applies `spec`, retrying with back-off until the API server takes it.
+#[tracing::instrument(name = "publish_report", skip(api, spec), fields(nics = spec.nics.len()))]
 async fn apply_until_done(api: &Api<NodeFabric>, node: &str, spec: NodeFabricSpec) {
     let object = NodeFabric::new(node, spec);
     let what = format!("NodeFabric/{node} (the node's fabric report)");

@@ -274,7 +274,7 @@ mod tests {
 
     fn nic(name: &str) -> RoceNic {
         RoceNic {
-            name: name.into(),
+            name: name.parse().unwrap(),
             index: 2,
             pci: "0000:3b:00.0".parse().unwrap(),
             rdma_device: Some("mlx5_0".into()),

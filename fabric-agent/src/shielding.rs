@@ -194,6 +194,7 @@ impl Shielding {
         }
     }
 
+    #[tracing::instrument(name = "shield", skip_all, fields(node = %self.node, ready = verdict.ready))]
     async fn write(&self, written: &mut Written, verdict: Verdict) {
         let node = self.node.as_str();
         let due = written.at.is_none_or(|at| at.elapsed() >= REFRESH);

@@ -11,6 +11,7 @@
 pub mod async_packet;
 pub mod dcb;
 pub mod ethtool;
+pub mod ifname;
 pub mod netlink;
 pub mod netns;
 pub mod packet;

@@ -4,13 +4,11 @@
 //! at once instead of at the next poll.
 //!
 //! Both sockets are opened inside the namespace they serve, from a plain thread (never a
-//! tokio worker), and then live on the runtime. Routes and rules carry a routing protocol
-//! number ([`TableRoute::protocol`], [`SourceRule::protocol`]) so a reconciler can tell its
-//! own entries from everybody else's.
+//! tokio worker), and then live on the runtime. Routes and rules are hostnet's one
+//! [`Route`] and [`Rule`] (the sync socket's types, with the same message codec); their
+//! routing protocol number tells a reconciler its own entries from everybody else's.
 
-use std::fmt;
 use std::io;
-use std::net::IpAddr;
 
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
@@ -20,13 +18,13 @@ use netlink_packet_core::{
 };
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
-use netlink_packet_route::route::{RouteMessage, RouteProtocol};
-use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
+use netlink_packet_route::route::RouteMessage;
+use netlink_packet_route::rule::RuleMessage;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::SocketAddr;
 use rtnetlink::MulticastGroup;
 
-use crate::netlink::{Address, NetlinkError, Route};
+use crate::netlink::{Address, NetlinkError, Route, Rule};
 use crate::netns::{NetNs, NetNsError};
 
 /// The groups the event socket joins.
@@ -52,38 +50,6 @@ pub enum OpenError {
     /// The opening thread died.
     #[error("open rtnetlink sockets: the opening thread panicked")]
     Thread,
-}
-
-/// A route in any table, with the routing protocol that installed it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TableRoute {
-    /// The table.
-    pub table: u32,
-    /// Destination prefix.
-    pub destination: IpNet,
-    /// Next hop.
-    pub gateway: Option<IpAddr>,
-    /// Output interface index.
-    pub oif: Option<u32>,
-    /// Preferred source address.
-    pub source: Option<IpAddr>,
-    /// Link scope (connected), else universe.
-    pub link_scope: bool,
-    /// `rtm_protocol` (`proto N`).
-    pub protocol: u8,
-}
-
-/// A `from PREFIX lookup TABLE` rule, with the routing protocol that installed it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SourceRule {
-    /// Source prefix.
-    pub source: IpNet,
-    /// Table looked up.
-    pub table: u32,
-    /// Preference.
-    pub priority: u32,
-    /// `FRA_PROTOCOL` (`protocol N`).
-    pub protocol: u8,
 }
 
 /// What changed, as the kernel announced it.
@@ -202,121 +168,6 @@ fn family(ipv6: bool) -> AddressFamily {
     }
 }
 
-impl SourceRule {
-    fn message(&self) -> RuleMessage {
-        let mut msg = RuleMessage::default();
-        msg.header.family = family(self.source.addr().is_ipv6());
-        msg.header.src_len = self.source.prefix_len();
-        msg.header.action = RuleAction::ToTable;
-        msg.header.table = u8::try_from(self.table).unwrap_or(0);
-        msg.attributes.push(RuleAttribute::Table(self.table));
-        msg.attributes.push(RuleAttribute::Priority(self.priority));
-        msg.attributes
-            .push(RuleAttribute::Source(self.source.network()));
-        msg.attributes
-            .push(RuleAttribute::Protocol(RouteProtocol::from(self.protocol)));
-        msg
-    }
-
-    fn from_message(m: &RuleMessage) -> Option<Self> {
-        if m.header.action != RuleAction::ToTable {
-            return None;
-        }
-        let mut rule = SourceRule {
-            source: IpNet::new(
-                match m.header.family {
-                    AddressFamily::Inet6 => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
-                    _ => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-                },
-                0,
-            )
-            .ok()?,
-            table: u32::from(m.header.table),
-            priority: 0,
-            protocol: 0,
-        };
-        let mut has_source = false;
-        for attr in &m.attributes {
-            match attr {
-                RuleAttribute::Source(ip) => {
-                    rule.source = IpNet::new(*ip, m.header.src_len).ok()?;
-                    has_source = true;
-                }
-                RuleAttribute::Table(t) => rule.table = *t,
-                RuleAttribute::Priority(p) => rule.priority = *p,
-                RuleAttribute::Protocol(p) => rule.protocol = u8::from(*p),
-                // Rules matching more than a source are someone else's shape.
-                RuleAttribute::Destination(_)
-                | RuleAttribute::Iifname(_)
-                | RuleAttribute::Oifname(_)
-                | RuleAttribute::FwMark(_) => return None,
-                _ => {}
-            }
-        }
-        has_source.then_some(rule)
-    }
-}
-
-/// Renders the rule as `ip rule` arguments.
-impl fmt::Display for SourceRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "from {} lookup {} pref {} protocol {}",
-            self.source, self.table, self.priority, self.protocol
-        )
-    }
-}
-
-impl TableRoute {
-    /// The message, built as every route of hostnet is, marked with the route's protocol.
-    fn message(&self) -> RouteMessage {
-        let route = Route {
-            destination: self.destination,
-            gateway: self.gateway,
-            oif: self.oif,
-            table: self.table,
-            metric: None,
-            source: self.source,
-            link_scope: self.link_scope,
-        };
-        route.message_as(RouteProtocol::from(self.protocol))
-    }
-
-    fn from_message(msg: &RouteMessage) -> Option<Self> {
-        let route = Route::from_message(msg)?;
-        Some(TableRoute {
-            table: route.table,
-            destination: route.destination,
-            gateway: route.gateway,
-            oif: route.oif,
-            source: route.source,
-            link_scope: route.link_scope,
-            protocol: u8::from(msg.header.protocol),
-        })
-    }
-}
-
-/// Renders the route as `ip route` arguments (the interface by index).
-impl fmt::Display for TableRoute {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.destination)?;
-        if let Some(gw) = self.gateway {
-            write!(f, " via {gw}")?;
-        }
-        if let Some(oif) = self.oif {
-            write!(f, " dev index {oif}")?;
-        }
-        if let Some(src) = self.source {
-            write!(f, " src {src}")?;
-        }
-        if self.link_scope {
-            write!(f, " scope link")?;
-        }
-        write!(f, " table {} proto {}", self.table, self.protocol)
-    }
-}
-
 impl Rtnl {
     /// Sends `message` and collects the replies, mapping a kernel error to its errno.
     async fn exchange(
@@ -368,7 +219,7 @@ impl Rtnl {
     }
 
     /// Source rules of one family (`ip [-6] rule show`); rules of other shapes are skipped.
-    pub async fn rules(&self, ipv6: bool) -> Result<Vec<SourceRule>, NetlinkError> {
+    pub async fn rules(&self, ipv6: bool) -> Result<Vec<Rule>, NetlinkError> {
         let mut msg = RuleMessage::default();
         msg.header.family = family(ipv6);
         let replies = self
@@ -381,14 +232,14 @@ impl Rtnl {
         Ok(replies
             .iter()
             .filter_map(|m| match m {
-                RouteNetlinkMessage::NewRule(r) => SourceRule::from_message(r),
+                RouteNetlinkMessage::NewRule(r) => Rule::from_message(r),
                 _ => None,
             })
             .collect())
     }
 
     /// Adds `rule`; EEXIST when an identical one exists.
-    pub async fn add_rule(&self, rule: &SourceRule) -> Result<(), NetlinkError> {
+    pub async fn add_rule(&self, rule: &Rule) -> Result<(), NetlinkError> {
         self.exchange(
             RouteNetlinkMessage::NewRule(rule.message()),
             NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
@@ -399,7 +250,7 @@ impl Rtnl {
     }
 
     /// Deletes `rule`.
-    pub async fn delete_rule(&self, rule: &SourceRule) -> Result<(), NetlinkError> {
+    pub async fn delete_rule(&self, rule: &Rule) -> Result<(), NetlinkError> {
         self.exchange(
             RouteNetlinkMessage::DelRule(rule.message()),
             NLM_F_ACK,
@@ -410,7 +261,7 @@ impl Rtnl {
     }
 
     /// Unicast routes of one family in every table (`ip [-6] route show table all`).
-    pub async fn routes(&self, ipv6: bool) -> Result<Vec<TableRoute>, NetlinkError> {
+    pub async fn routes(&self, ipv6: bool) -> Result<Vec<Route>, NetlinkError> {
         let mut msg = RouteMessage::default();
         msg.header.address_family = family(ipv6);
         let replies = self
@@ -423,14 +274,14 @@ impl Rtnl {
         Ok(replies
             .iter()
             .filter_map(|m| match m {
-                RouteNetlinkMessage::NewRoute(r) => TableRoute::from_message(r),
+                RouteNetlinkMessage::NewRoute(r) => Route::from_message(r),
                 _ => None,
             })
             .collect())
     }
 
     /// Adds `route`; EEXIST when an equal one exists.
-    pub async fn add_route(&self, route: &TableRoute) -> Result<(), NetlinkError> {
+    pub async fn add_route(&self, route: &Route) -> Result<(), NetlinkError> {
         self.exchange(
             RouteNetlinkMessage::NewRoute(route.message()),
             NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
@@ -441,7 +292,7 @@ impl Rtnl {
     }
 
     /// Deletes `route`.
-    pub async fn delete_route(&self, route: &TableRoute) -> Result<(), NetlinkError> {
+    pub async fn delete_route(&self, route: &Route) -> Result<(), NetlinkError> {
         self.exchange(
             RouteNetlinkMessage::DelRoute(route.message()),
             NLM_F_ACK,
@@ -476,47 +327,50 @@ mod tests {
 
     #[test]
     fn rules_and_routes_survive_their_messages() {
-        let rule = SourceRule {
+        let rule = Rule {
             source: "10.56.0.7/32".parse().unwrap(),
             table: 1100,
             priority: 1000,
             protocol: 197,
         };
-        assert_eq!(
-            SourceRule::from_message(&rule.message()),
-            Some(rule.clone())
-        );
+        assert_eq!(Rule::from_message(&rule.message()), Some(rule.clone()));
         assert_eq!(
             rule.to_string(),
             "from 10.56.0.7/32 lookup 1100 pref 1000 protocol 197"
         );
-        let route = TableRoute {
+        let route = Route {
             table: 101,
             destination: "10.56.0.0/24".parse().unwrap(),
             gateway: None,
             oif: Some(4),
+            metric: None,
             source: Some("10.56.0.7".parse().unwrap()),
             link_scope: true,
             protocol: 197,
         };
-        assert_eq!(TableRoute::from_message(&route.message()), Some(route));
-        let default = TableRoute {
+        assert_eq!(Route::from_message(&route.message()), Some(route));
+        let default = Route {
             table: 101,
             destination: "0.0.0.0/0".parse().unwrap(),
             gateway: Some("10.56.0.1".parse().unwrap()),
             oif: Some(4),
+            metric: None,
             source: None,
             link_scope: false,
             protocol: 197,
         };
         assert_eq!(
-            TableRoute::from_message(&default.message()),
+            Route::from_message(&default.message()),
             Some(default.clone())
         );
         // A rule with an interface match is not a source rule, whoever made it.
         let mut other = rule.message();
-        other.attributes.push(RuleAttribute::Iifname("eth0".into()));
-        assert_eq!(SourceRule::from_message(&other), None);
+        other
+            .attributes
+            .push(netlink_packet_route::rule::RuleAttribute::Iifname(
+                "eth0".into(),
+            ));
+        assert_eq!(Rule::from_message(&other), None);
     }
 
     #[test]

@@ -89,18 +89,7 @@ impl<'de> Deserialize<'de> for PciAddress {
     }
 }
 
-/// True for a name the kernel would accept as an interface name: 1-15 bytes, not `.`/`..`,
-/// no `/`, `:`, whitespace or NUL, and not `all` or `default` (the names of the per-family
-/// `conf` directories, which the kernel refuses). Anything else must never become part of a
-/// path.
-pub fn is_valid_ifname(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() < 16
-        && !matches!(name, "." | ".." | "all" | "default")
-        && !name
-            .bytes()
-            .any(|b| b == b'/' || b == b':' || b == 0 || b.is_ascii_whitespace())
-}
+pub use crate::ifname::is_valid_ifname;
 
 /// The driver a PCI function is bound to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

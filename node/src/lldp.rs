@@ -22,6 +22,17 @@ use spinel_wire::lldp::remote::RxOutcome;
 use spinel_wire::lldp::{RemoteTable, TxSchedule, TxTiming};
 use tokio::sync::mpsc;
 
+/// Why a port cannot advertise.
+#[derive(Debug, thiserror::Error)]
+pub enum AdvertiseError {
+    /// Not a port this loop listens on.
+    #[error("{0} is not one of the LLDP ports")]
+    NotAPort(String),
+    /// The timers are not 802.1AB's.
+    #[error(transparent)]
+    Timing(#[from] spinel_wire::lldp::TxTimingError),
+}
+
 /// What one advertising port sends.
 #[derive(Debug, Clone)]
 pub struct Advert {
@@ -121,13 +132,18 @@ impl LldpPorts {
     }
 
     /// Advertises `advert` on port `ifname` with its schedule, starting `now`.
-    pub fn advertise(&mut self, ifname: &str, advert: Advert, now: Instant) -> Result<(), String> {
+    pub fn advertise(
+        &mut self,
+        ifname: &str,
+        advert: Advert,
+        now: Instant,
+    ) -> Result<(), AdvertiseError> {
         let index = self
             .sockets
             .iter()
             .position(|s| s.get_ref().ifname() == ifname)
-            .ok_or_else(|| format!("{ifname} is not one of the LLDP ports"))?;
-        let schedule = TxSchedule::start(advert.timing, now).map_err(|e| e.to_string())?;
+            .ok_or_else(|| AdvertiseError::NotAPort(ifname.to_owned()))?;
+        let schedule = TxSchedule::start(advert.timing, now)?;
         self.adverts.insert(index, (advert, schedule));
         Ok(())
     }

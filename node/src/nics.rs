@@ -7,6 +7,7 @@
 
 use std::net::IpAddr;
 
+use hostnet::ifname::IfName;
 use hostnet::netlink::{Link, NetlinkError, RouteSocket};
 use hostnet::sriov::{PciAddress, Sysfs};
 use ipnet::IpNet;
@@ -18,7 +19,7 @@ pub enum NicSelection {
     /// Every physical function with an RDMA device.
     Auto,
     /// These interfaces (each still checked).
-    Names(Vec<String>),
+    Names(Vec<IfName>),
     /// Interfaces whose names match this pattern (`*` matches any run of characters), checked.
     Pattern(String),
 }
@@ -27,7 +28,7 @@ pub enum NicSelection {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoceNic {
     /// The netdev.
-    pub name: String,
+    pub name: IfName,
     /// Its interface index in the host namespace.
     pub index: u32,
     /// Its PCI function.
@@ -105,15 +106,18 @@ pub fn discover(
     let addresses = host.addresses(None)?;
     let wanted = |l: &Link| match selection {
         NicSelection::Auto => l.name != "lo",
-        NicSelection::Names(names) => names.contains(&l.name),
+        NicSelection::Names(names) => names.iter().any(|n| *n == l.name),
         NicSelection::Pattern(p) => matches_pattern(p, &l.name),
     };
     let mut nics = Vec::new();
     let mut refused = Vec::new();
     for link in links.iter().filter(|l| wanted(l)) {
+        let Ok(name) = link.name.parse::<IfName>() else {
+            continue; // Not a name the kernel gives (it never gives one): nothing to use.
+        };
         match classify(sysfs, &link.name) {
             Ok((pci, rdma)) => nics.push(RoceNic {
-                name: link.name.clone(),
+                name,
                 index: link.index,
                 pci,
                 rdma_device: rdma.into_iter().next(),
@@ -141,10 +145,10 @@ pub fn discover(
     if let NicSelection::Names(names) = selection {
         for name in names
             .iter()
-            .filter(|n| !links.iter().any(|l| &l.name == *n))
+            .filter(|n| !links.iter().any(|l| **n == l.name))
         {
             refused.push(Refused {
-                name: name.clone(),
+                name: name.to_string(),
                 reason: "no such interface in the host namespace".into(),
             });
         }

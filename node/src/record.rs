@@ -58,9 +58,18 @@ pub struct PodAttachment {
     pub vf_pci: Option<String>,
 }
 
+/// Why the agent must not use a pod attachment from a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnusableAttachment(String);
+
 impl PodAttachment {
     /// Why the agent must not use this attachment, if it must not.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), UnusableAttachment> {
+        self.check().map_err(UnusableAttachment)
+    }
+
+    fn check(&self) -> Result<(), String> {
         let path_ok = self.netns.is_absolute()
             && self
                 .netns
@@ -106,6 +115,23 @@ pub struct Found {
     pub record: Record,
 }
 
+/// A record file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum UnreadableRecord {
+    /// Open, stat or read failed (a symlink is refused at open).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A directory, a FIFO, a device.
+    #[error("not a regular file")]
+    NotAFile,
+    /// Over [`MAX_RECORD_BYTES`].
+    #[error("larger than {MAX_RECORD_BYTES} bytes")]
+    TooLarge,
+    /// Not a record.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// Every record under `dir`, and a line per file that could not be used (unreadable, too
 /// large, not a regular file, not a record). A missing directory holds no records.
 pub fn read_records(dir: &Path) -> (Vec<Found>, Vec<String>) {
@@ -146,24 +172,21 @@ pub fn read_records(dir: &Path) -> (Vec<Found>, Vec<String>) {
     (found, refused)
 }
 
-fn read_one(path: &Path) -> Result<Record, String> {
+fn read_one(path: &Path) -> Result<Record, UnreadableRecord> {
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
+        .open(path)?;
+    let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err("not a regular file".into());
+        return Err(UnreadableRecord::NotAFile);
     }
     if meta.len() > MAX_RECORD_BYTES {
-        return Err(format!("larger than {MAX_RECORD_BYTES} bytes"));
+        return Err(UnreadableRecord::TooLarge);
     }
     let mut text = Vec::new();
-    file.take(MAX_RECORD_BYTES)
-        .read_to_end(&mut text)
-        .map_err(|e| e.to_string())?;
-    serde_json::from_slice(&text).map_err(|e| e.to_string())
+    file.take(MAX_RECORD_BYTES).read_to_end(&mut text)?;
+    Ok(serde_json::from_slice(&text)?)
 }
 
 /// Writing or naming a published record failed.
@@ -343,7 +366,7 @@ mod tests {
         let bad = |edit: fn(&mut PodAttachment)| {
             let mut a = attachment();
             edit(&mut a);
-            a.validate().unwrap_err()
+            a.validate().unwrap_err().to_string()
         };
         assert!(bad(|a| a.netns = "relative/ns".into()).contains("absolute"));
         assert!(bad(|a| a.netns = "/var/run/../../proc/1/ns/net".into()).contains("plain"));

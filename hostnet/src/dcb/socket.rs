@@ -52,6 +52,9 @@ pub enum DcbError {
         /// The attribute.
         attribute: &'static str,
     },
+    /// A recorded reply that is not one.
+    #[error("not a dcbnl IEEE_GET reply: {0}")]
+    NotAReply(String),
 }
 
 impl DcbError {
@@ -125,13 +128,13 @@ impl IeeeState {
     /// Reads the state out of the payload of an IEEE_GET reply (`struct dcbmsg` and the
     /// attributes: what follows the netlink header), as recorded from a driver. The fabric
     /// agent's tests replay such recordings for veth, which has no DCB operations.
-    pub fn from_reply_payload(payload: &[u8]) -> Result<Self, String> {
+    pub fn from_reply_payload(payload: &[u8]) -> Result<Self, DcbError> {
         use netlink_packet_core::{NetlinkDeserializable, NetlinkHeader};
         let mut header = NetlinkHeader::default();
         header.message_type = super::attr::RTM_GETDCB;
         DcbMessage::deserialize(&header, payload)
             .map(|m| Self::from_message(&m))
-            .map_err(|e| format!("not a dcbnl IEEE_GET reply: {e}"))
+            .map_err(|e| DcbError::NotAReply(e.to_string()))
     }
 
     /// The APP table's DSCP → priority entries, sorted.

@@ -17,7 +17,7 @@ mod virtual_links;
 pub use addr::Address;
 pub use link::{Link, LinkChange};
 pub use neigh::Neighbour;
-pub use route::Route;
+pub use route::{Route, STATIC_PROTOCOL};
 pub use rule::Rule;
 pub use socket::{NetlinkError, NetlinkErrorKind, Socket};
 pub use vf::{ParseVfValueError, VfLinkMode, VfSettings, VlanProto};

@@ -15,8 +15,12 @@ use super::{NetlinkError, RouteSocket};
 /// `RT_TABLE_MAIN`.
 pub const MAIN_TABLE: u32 = 254;
 
-/// A unicast route.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `RTPROT_STATIC`: what `ip route add` marks routes with, and hostnet's default.
+pub const STATIC_PROTOCOL: u8 = 4;
+
+/// A unicast route, with the routing protocol that installed it (`proto N`): the one type of
+/// route in hostnet, sent and read by the sync socket and the async one alike.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Route {
     /// Destination prefix (`0.0.0.0/0` for a default route).
     pub destination: IpNet,
@@ -32,6 +36,8 @@ pub struct Route {
     pub source: Option<IpAddr>,
     /// Scope: link for connected routes, universe for routes via a gateway.
     pub link_scope: bool,
+    /// `rtm_protocol` (`proto N`); [`STATIC_PROTOCOL`] unless set.
+    pub protocol: u8,
 }
 
 impl Route {
@@ -45,15 +51,13 @@ impl Route {
             metric: None,
             source: None,
             link_scope: false,
+            protocol: STATIC_PROTOCOL,
         }
     }
 
-    fn message(&self) -> RouteMessage {
-        self.message_as(RouteProtocol::Static)
-    }
-
-    /// The `RTM_NEWROUTE`/`RTM_DELROUTE` body of this route, marked with `protocol`.
-    pub(crate) fn message_as(&self, protocol: RouteProtocol) -> RouteMessage {
+    /// The `RTM_NEWROUTE`/`RTM_DELROUTE` body of this route.
+    pub(crate) fn message(&self) -> RouteMessage {
+        let protocol = RouteProtocol::from(self.protocol);
         let mut msg = RouteMessage::default();
         let family = match self.destination {
             IpNet::V4(_) => AddressFamily::Inet,
@@ -111,6 +115,7 @@ impl Route {
         });
         route.table = u32::from(msg.header.table);
         route.link_scope = msg.header.scope == RouteScope::Link;
+        route.protocol = u8::from(msg.header.protocol);
         for attr in &msg.attributes {
             match attr {
                 RouteAttribute::Destination(a) => destination = ip(a),
@@ -147,6 +152,9 @@ impl fmt::Display for Route {
         }
         if self.table != MAIN_TABLE {
             write!(f, " table {}", self.table)?;
+        }
+        if self.protocol != STATIC_PROTOCOL {
+            write!(f, " proto {}", self.protocol)?;
         }
         Ok(())
     }

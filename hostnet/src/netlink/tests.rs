@@ -181,6 +181,7 @@ fn addresses_routes_rules_and_neighbours() {
         source: "10.1.2.3/32".parse().unwrap(),
         table: 1234,
         priority: 3000,
+        protocol: 0,
     };
     nl.add_rule(&rule).unwrap();
     assert!(

@@ -17,18 +17,21 @@ pub struct Peer {
     pub interface: String,
 }
 
+/// A peer that is not `system/interface`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("peer {0} is not HOST/NIC or SWITCH/PORT (for example node001/ens1f0np0)")]
+pub struct PeerError(String);
+
 impl Peer {
     /// Parses `system/interface`; the system name never contains `/`, interface names may
     /// (`spine01/Ethernet1/1`).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, PeerError> {
         match text.split_once('/') {
             Some((system, interface)) if !system.is_empty() && !interface.is_empty() => Ok(Self {
                 system: system.to_owned(),
                 interface: interface.to_owned(),
             }),
-            _ => Err(format!(
-                "peer {text:?} is not HOST/NIC or SWITCH/PORT (for example node001/ens1f0np0)"
-            )),
+            _ => Err(PeerError(super::cut(text))),
         }
     }
 }

@@ -31,6 +31,6 @@ mod validate;
 pub use error::{DecodeError, EncodeError, Expected, FrameError, TlvError, TlvKind};
 pub use frame::{LldpFrame, LldpGroup, VlanTag, decode_frame, decode_frame_reusing};
 pub use lldpdu::{Lldpdu, Tlv};
-pub use local::LocalSystem;
+pub use local::{LocalSystem, LocalSystemError};
 pub use remote::RemoteTable;
 pub use tx::{TxSchedule, TxTiming, TxTimingError};
