@@ -3,11 +3,15 @@
 //! `/etc/spinel` mounted.
 //!
 //! - Everything is checked before anything is written: the plugin in the image answers
-//!   `--version`, the settings (a ConfigMap key) parse as the CNI parses them, the settings'
-//!   directory is not writable by others. A bad key is an error that changes nothing.
+//!   `--version`, the settings (a ConfigMap key) parse with the CNI's own schema
+//!   ([`spinel_node::cni_settings`]), the settings' directory is not writable by others. A bad
+//!   key is an error that changes nothing.
 //! - The plugin is written under a temporary name in the target directory, synced, then renamed
 //!   over `spinel`: a runtime executes the old file or the new one, never half of one, and a
 //!   running old plugin keeps its inode (writing into an executing file fails with ETXTBSY).
+//!   Temporary files a killed run left behind are removed first.
+//! - The plugin goes first, then the settings: a new plugin reads the old settings (keys are
+//!   only ever added), an old plugin could refuse new ones.
 //! - A plugin already there that says it is newer (`spinel --version`) is kept unless
 //!   `--force`; identical bytes are left alone; one that does not say a version is replaced.
 //! - The settings file is written the same way, owned by root, mode 0644 (the CNI refuses a
@@ -15,12 +19,12 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cni_settings::{CniSettings, CniSettingsError};
+use spinel_node::cni_settings::{Settings, SettingsError};
 
 /// The plugin's file name in the CNI binary directory (its `type`).
 pub const PLUGIN: &str = "spinel";
@@ -56,20 +60,50 @@ pub struct InstallFlags {
     pub log: spinel_kube::logging::LogArgs,
 }
 
+/// Why a plugin's `--version` could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum VersionError {
+    /// It could not be started (missing, not executable, needs a loader the image lacks).
+    #[error("cannot be run")]
+    Spawn(#[source] std::io::Error),
+    /// It did not exit in time (and was killed).
+    #[error("did not answer --version within {}s", VERSION_TIMEOUT.as_secs())]
+    Timeout,
+    /// Waiting for it or reading its answer failed.
+    #[error("cannot be waited for")]
+    Wait(#[source] std::io::Error),
+    /// It exited with a failure.
+    #[error("--version failed ({0})")]
+    Failed(std::process::ExitStatus),
+    /// It answered something else than `spinel X.Y.Z`.
+    #[error("answered --version with {0:?}, not `spinel X.Y.Z`")]
+    NotSpinel(String),
+}
+
 /// Why nothing (or not everything) was installed.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
     /// The plugin to install is not a working `spinel`.
-    #[error("the plugin to install, {path}, {reason}")]
+    #[error("the plugin to install, {path}, {source}")]
     Source {
         /// The file.
         path: PathBuf,
         /// What is wrong.
-        reason: String,
+        #[source]
+        source: VersionError,
+    },
+    /// The plugin to install cannot be read.
+    #[error("cannot read the plugin to install, {path}")]
+    ReadSource {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
     },
     /// The settings would be refused by the CNI.
     #[error(transparent)]
-    Settings(#[from] CniSettingsError),
+    Settings(#[from] SettingsError),
     /// The settings' directory may be changed by others than root.
     #[error(
         "{path} is writable by group or others or not owned by root: the CNI must not trust \
@@ -158,7 +192,7 @@ pub struct Installed {
 }
 
 /// Asks `path --version` (10 s at most, empty environment, no stdin).
-fn version_of(path: &Path) -> Result<PluginVersion, String> {
+fn version_of(path: &Path) -> Result<PluginVersion, VersionError> {
     let mut child = Command::new(path)
         .arg("--version")
         .env_clear()
@@ -166,36 +200,47 @@ fn version_of(path: &Path) -> Result<PluginVersion, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot be run: {e}"))?;
+        .map_err(VersionError::Spawn)?;
     let deadline = Instant::now() + VERSION_TIMEOUT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "did not answer --version within {}s",
-                    VERSION_TIMEOUT.as_secs()
-                ));
-            }
-            Err(e) => return Err(format!("cannot be waited for: {e}")),
+    while child.try_wait().map_err(VersionError::Wait)?.is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(VersionError::Timeout);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().map_err(VersionError::Wait)?;
+    if !out.status.success() {
+        return Err(VersionError::Failed(out.status));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    PluginVersion::parse(&text).ok_or_else(|| VersionError::NotSpinel(text.trim().to_owned()))
+}
+
+/// Removes the temporary files of `name` that a killed run left in `dir` (`.NAME.install-*`):
+/// in a container every run may have the same pid, hence the same temporary name.
+fn sweep_leftovers(dir: &Path, name: &str) -> Result<(), InstallError> {
+    let prefix = format!(".{name}.install-");
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(InstallError::Write {
+                path: dir.to_owned(),
+                source,
+            });
+        }
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            fs::remove_file(entry.path()).map_err(|source| InstallError::Write {
+                path: entry.path(),
+                source,
+            })?;
         }
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("cannot be read: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(format!("--version failed ({})", out.status));
-    }
-    PluginVersion::parse(&text).ok_or_else(|| {
-        format!(
-            "answered --version with {:?}, not `spinel X.Y.Z`",
-            text.trim()
-        )
-    })
+    Ok(())
 }
 
 /// Writes `bytes` to `target` through a temporary file in the same directory (mode `mode`,
@@ -206,6 +251,7 @@ fn replace_file(target: &Path, bytes: &[u8], mode: u32) -> Result<(), InstallErr
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    sweep_leftovers(dir, &name)?;
     let tmp = dir.join(format!(".{name}.install-{}", std::process::id()));
     let write_err = |path: &Path| {
         let path = path.to_owned();
@@ -291,19 +337,21 @@ fn plugin_plan(
 
 /// Installs as `flags` say: checks everything first, then the plugin, then the settings.
 pub fn install(flags: &InstallFlags) -> Result<Installed, InstallError> {
-    let source_err = |reason: String| InstallError::Source {
+    let version = version_of(&flags.source).map_err(|source| InstallError::Source {
         path: flags.source.clone(),
-        reason,
-    };
-    let version = version_of(&flags.source).map_err(source_err)?;
-    let source_bytes = fs::read(&flags.source).map_err(|e| source_err(e.to_string()))?;
+        source,
+    })?;
+    let source_bytes = fs::read(&flags.source).map_err(|source| InstallError::ReadSource {
+        path: flags.source.clone(),
+        source,
+    })?;
     let settings = match &flags.settings {
         Some(path) => {
-            let bytes = fs::read(path).map_err(|source| CniSettingsError::Read {
+            let bytes = fs::read(path).map_err(|reason| SettingsError::Unreadable {
                 path: path.clone(),
-                source,
+                reason,
             })?;
-            CniSettings::parse(path, &bytes)?;
+            Settings::parse(path, &bytes)?;
             Some(bytes)
         }
         None => None,

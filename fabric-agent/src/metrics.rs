@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use hostnet::ethtool::{EthtoolSocket, pause_stat};
+use hostnet::ifname::IfName;
 use hostnet::rdma::counters::PortCounters as RdmaPort;
 use hostnet::rdma::gid::RdmaSysfs;
 use hostnet::sriov::Sysfs;
@@ -343,7 +344,7 @@ impl Collector for RdmaCollector {
 #[derive(Clone, Debug)]
 struct CniJournal {
     sysfs: Sysfs,
-    nics: Arc<Mutex<Vec<String>>>,
+    nics: Arc<Mutex<Vec<IfName>>>,
     state_dir: Arc<OnceLock<PathBuf>>,
 }
 
@@ -391,7 +392,7 @@ impl CniJournal {
             .clone();
         let mut out = Vec::new();
         for nic in nics {
-            let Ok(pf) = self.sysfs.pf(&nic) else {
+            let Ok(pf) = self.sysfs.pf(nic.as_str()) else {
                 continue;
             };
             let held = claimed.and_then(|claimed| {
@@ -402,7 +403,7 @@ impl CniJournal {
                         .count(),
                 )
             });
-            out.push((nic, pf.num_vfs, held));
+            out.push((nic.to_string(), pf.num_vfs, held));
         }
         out
     }
@@ -669,7 +670,7 @@ mod tests {
         sriov_pf(root.path(), "ens1f0np0", 4);
         let m = Metrics::new(root.path().to_owned(), None);
         m.set_nics(&[RoceNic {
-            name: "ens1f0np0".into(),
+            name: "ens1f0np0".parse().unwrap(),
             index: 2,
             pci: "0000:01:00.0".parse().unwrap(),
             rdma_device: None,
