@@ -5,6 +5,9 @@
 //! after a killed run, and into a settings directory others may write. After each, the real
 //! `spinel` is asked whether it accepts what was installed.
 
+// A test fails loudly on what it cannot set up.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
