@@ -295,3 +295,37 @@ fn a_killed_runs_temporary_is_removed_and_an_untrusted_settings_dir_refused() {
     assert!(log.contains("writable by group or others"), "{log}");
     assert!(!node.plugin().exists() && !node.settings().exists());
 }
+
+/// The chart refuses a bad `cni.settings` key at `helm install` already (its values schema);
+/// that schema must know exactly the keys the CNI knows, or it would refuse a good key or let
+/// a bad one reach every node's init container.
+#[test]
+fn the_charts_cni_settings_schema_has_the_cnis_keys() {
+    use spinel_node::cni_settings::Settings;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let schema: serde_json::Value = serde_json::from_slice(
+        &fs::read(root.join("deploy/helm/spinel/values.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let settings = &schema["properties"]["cni"]["properties"]["settings"];
+    assert_eq!(settings["additionalProperties"], json!(false));
+    let mut chart: Vec<&str> = settings["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    // serde names every key it knows when it refuses one.
+    let err = Settings::parse(Path::new("cni.json"), br#"{"-":0}"#)
+        .unwrap_err()
+        .to_string();
+    let known = err
+        .split("expected one of ")
+        .nth(1)
+        .and_then(|k| k.split(" at line").next())
+        .expect(&err);
+    let mut cni: Vec<&str> = known.split(", ").map(|k| k.trim_matches('`')).collect();
+    chart.sort_unstable();
+    cni.sort_unstable();
+    assert_eq!(chart, cni);
+}
