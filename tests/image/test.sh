@@ -1,18 +1,13 @@
 #!/usr/bin/env bash
-# The image and the node's CNI installer: scripts/build-image.sh builds the image (cached by
-# cargo), the OCI writer gives the same digest for the same binaries whatever their mtimes,
-# Debian's podman runs every binary's --version from it, and `spinel-agent install-cni` (the
-# image's own binaries) installs as the DaemonSet's init container does: twice, over a running
-# plugin, into a read-only directory, with a bad settings key, over a newer plugin.
+# The image: scripts/build-image.sh builds it (cargo's cache makes a rebuild cheap), the OCI
+# writer gives the same digest for the same binaries whatever their mtimes and order, Debian's
+# podman runs every binary's --version from it, and the DaemonSet's init container from it.
 # As root. Usage: tests/image/test.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 work=$(mktemp -d /run/spinel-test.image.XXXXXX)
-sleeper=""
 cleanup() {
-  [ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null
-  mountpoint -q "$work/ro" 2>/dev/null && umount "$work/ro"
   podman --root "$work/podman" --runroot "$work/podman-run" --storage-driver vfs rmi -a -f >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -21,7 +16,8 @@ fail() { echo "tests/image/test.sh: $*" >&2; exit 1; }
 pass=0
 ok() { pass=$((pass + 1)); echo "ok - $*"; }
 
-read -r ref digest archive < <(scripts/build-image.sh)
+built=$(scripts/build-image.sh) || fail "scripts/build-image.sh failed"
+read -r ref digest archive <<<"$built"
 version=$(sed -n '/^\[workspace.package\]/,/^\[/{s/^version = "\(.*\)"/\1/p}' Cargo.toml)
 [ "$ref" = "ghcr.io/spinel-dev/spinel:$version" ] || fail "the image is $ref"
 bins="${CARGO_TARGET_DIR:-$root/target}/x86_64-unknown-linux-musl/release"
@@ -51,60 +47,34 @@ for b in "${names[@]}"; do
 done
 ok "podman runs ${names[*]} --version from the image"
 
-# install-cni, with the image's own binaries, as the init container runs it.
-agent="$bins/spinel-agent"
-mkdir -p "$work/bin" "$work/etc/spinel" "$work/cm"
-chmod 755 "$work/etc/spinel"
-echo '{"logLevel":"info","lockTimeoutMs":20000}' > "$work/cm/cni.json"
-install() { "$agent" install-cni --source "$bins/spinel" --bin-dir "$work/bin" \
-  --settings "$work/cm/cni.json" --settings-target "$work/etc/spinel/cni.json" --log-format text "$@"; }
-install >/dev/null 2>&1 || fail "install-cni on an empty node"
-cmp -s "$work/bin/spinel" "$bins/spinel" || fail "the plugin was not installed"
-[ "$(stat -c %a:%u "$work/etc/spinel/cni.json")" = 644:0 ] || fail "the settings file is not root's 0644"
-inode=$(stat -c %i "$work/bin/spinel")
-out=$(install 2>&1) || fail "install-cni a second time: $out"
-[ "$(stat -c %i "$work/bin/spinel")" = "$inode" ] || fail "a second run rewrote the same plugin"
-grep -q "already installed" <<<"$out" || fail "a second run says: $out"
-ok "install-cni twice: installed, then left alone"
-
-# Over a plugin that is executing: an ELF running from the target path (writing into it would
-# fail with ETXTBSY); the rename replaces it, and the running process keeps its file.
-cp /bin/sleep "$work/bin/spinel"
-"$work/bin/spinel" 60 & sleeper=$!
-sleep 0.2
-out=$(install 2>&1) || fail "install-cni over a running plugin: $out"
-kill -0 "$sleeper" || fail "the running plugin died"
-cmp -s "$work/bin/spinel" "$bins/spinel" || fail "the running plugin was not replaced"
-ls -A "$work/bin" | grep -q '^\.spinel\.install' && fail "a temporary file was left behind"
-kill "$sleeper"; sleeper=""
-ok "install-cni over an executing plugin: replaced by rename, the process unharmed"
-
-# A newer plugin is kept unless --force.
-printf '#!/bin/sh\necho "spinel 99.0.0"\n' > "$work/bin/spinel"; chmod 755 "$work/bin/spinel"
-out=$(install 2>&1) || fail "install-cni over a newer plugin: $out"
-grep -q "spinel 99.0.0" "$work/bin/spinel" && grep -q "newer" <<<"$out" || fail "a newer plugin was not kept: $out"
-install --force >/dev/null 2>&1 && cmp -s "$work/bin/spinel" "$bins/spinel" || fail "--force did not replace it"
-ok "install-cni keeps a newer plugin, --force replaces it"
-
-# A read-only target: a clear error, the old plugin untouched, no temporary file.
-mkdir -p "$work/ro" && cp /bin/true "$work/ro/spinel"
-mount --bind "$work/ro" "$work/ro" && mount -o remount,bind,ro "$work/ro"
-out=$("$agent" install-cni --source "$bins/spinel" --bin-dir "$work/ro" --log-format text 2>&1) \
-  && fail "install-cni into a read-only directory succeeded"
-grep -qi "read-only" <<<"$out" || fail "the error does not say read-only: $out"
-cmp -s "$work/ro/spinel" /bin/true || fail "the old plugin changed"
-umount "$work/ro"
-ok "install-cni into a read-only directory: an error naming it, nothing changed"
-
-# A settings key the CNI does not know: the key named, nothing written (plugin or settings).
-rm -f "$work/bin/spinel"; cp "$work/etc/spinel/cni.json" "$work/settings.before"
-echo '{"stateDri":"/run/x"}' > "$work/cm/cni.json"
-out=$(install 2>&1) && fail "install-cni accepted a bad settings key"
-grep -q stateDri <<<"$out" || fail "the error does not name the key: $out"
-[ ! -e "$work/bin/spinel" ] && cmp -s "$work/etc/spinel/cni.json" "$work/settings.before" || fail "something was written"
-# And the real spinel refuses it too (the agent's schema is the CNI's).
-chmod 644 "$work/cm/cni.json"
-out=$(SPINEL_CNI_SETTINGS="$work/cm/cni.json" CNI_COMMAND=STATUS CNI_PATH=/usr/lib/cni "$bins/spinel" <<<'{"cniVersion":"1.1.0","name":"n","type":"spinel"}' || true)
-grep -q stateDri <<<"$out" || fail "the CNI accepted what the installer refused: $out"
-ok "install-cni with a bad settings key: named, nothing written; the CNI refuses it too"
+# The DaemonSet's init container as deploy/agent/daemonset.yaml writes it (command, root user,
+# read-only root file system, no capability, no privilege escalation), from the image under
+# podman with the node's directories mounted: the plugin and the settings land on the "node".
+# (The installer's cases are Rust tests: tests/netns/tests/agent_install_cni.rs.)
+mapfile -t init < <(python3 - deploy/agent/daemonset.yaml <<'EOF'
+import sys, yaml
+for doc in yaml.safe_load_all(open(sys.argv[1])):
+    if doc and doc["kind"] == "DaemonSet":
+        c = doc["spec"]["template"]["spec"]["initContainers"][0]
+        sc = c["securityContext"]
+        want = {"runAsUser": 0, "readOnlyRootFilesystem": True,
+                "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+        if sc != want:
+            sys.exit(f"the init container's securityContext changed: {sc}; update this test")
+        print("\n".join(c["command"]))
+EOF
+)
+[ ${#init[@]} -gt 2 ] || fail "no init container command in deploy/agent/daemonset.yaml"
+node="$work/node"
+mkdir -p "$node/cni-bin" "$node/etc-spinel" "$node/configmap"
+chmod 755 "$node/cni-bin" "$node/etc-spinel"
+echo '{"logLevel":"info","lockTimeoutMs":20000}' > "$node/configmap/cni.json"
+out=$("${p[@]}" run --rm --network none --read-only --user 0 --cap-drop ALL \
+  --security-opt no-new-privileges \
+  -v "$node/cni-bin:/host/cni/bin" -v "$node/etc-spinel:/host/etc/spinel" \
+  -v "$node/configmap:/etc/spinel-cni:ro" "$ref" "${init[@]}" 2>&1) || fail "the init container failed: $out"
+cmp -s "$node/cni-bin/spinel" "$bins/spinel" || fail "the init container did not install the image's spinel: $out"
+[ "$(stat -c %a:%u "$node/etc-spinel/cni.json")" = 644:0 ] && cmp -s "$node/etc-spinel/cni.json" "$node/configmap/cni.json" \
+  || fail "the init container did not write the settings as root's 0644: $out"
+ok "the DaemonSet's install-cni init container runs from the image: plugin and settings on the node"
 echo "$pass passed, 0 failed"
