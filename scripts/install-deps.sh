@@ -12,11 +12,17 @@ if [ "${1:-demo}" = test ]; then
   want+=(libyang2-tools python3)
   # kubernetes-validate (PyPI) for the manifests, in a virtual environment.
   want+=(python3-venv)
+  # The installation's tests (tests/helm, tests/image): promtool (Debian's prometheus) for the
+  # alerting rules; podman (with runc: crun refuses hybrid cgroups) and skopeo to run and
+  # inspect the image; musl-tools for its static binaries' C code (ring).
+  want+=(prometheus podman runc skopeo musl-tools)
 fi
 if [ "${1:-demo}" = bench ]; then
   # The agent duties' baselines (scripts/bench-agent.sh): arping for the GARP script,
   # node_exporter as the counters exporter.
   want+=(procps iputils-arping prometheus-node-exporter)
+  # The image's packaging beside podman's (scripts/bench-image.sh, which needs "test" too).
+  want+=(hyperfine)
 fi
 missing=()
 for p in "${want[@]}"; do
@@ -81,20 +87,9 @@ fi
 # --- end switch-config peers ------------------------------------------------------------------
 
 # --- installation tests (tests/helm, tests/image) -----------------------------------------------
-# promtool (Debian's prometheus) for the alerting rules; podman and skopeo to run and inspect the
-# image; musl-tools and Rust's musl target for its static binaries.
+# The prometheus package starts a server on :9090; the tests run promtool only. The image's
+# binaries are built for Rust's musl target.
 if [ "${1:-demo}" = test ]; then
-  want_install=(prometheus podman skopeo musl-tools)
-  missing_install=()
-  for p in "${want_install[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing_install+=("$p")
-  done
-  if [ ${#missing_install[@]} -gt 0 ]; then
-    echo "install-deps: installing ${missing_install[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_install[@]}" >/dev/null
-  fi
-  # The prometheus package starts a server on :9090; the tests run promtool only.
   if systemctl is-active --quiet prometheus 2>/dev/null; then
     systemctl stop prometheus; systemctl disable --quiet prometheus || true
   fi

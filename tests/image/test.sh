@@ -8,7 +8,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 work=$(mktemp -d /run/spinel-test.image.XXXXXX)
 cleanup() {
-  podman --root "$work/podman" --runroot "$work/podman-run" --storage-driver vfs rmi -a -f >/dev/null 2>&1 || true
+  podman --root "$work/podman" --runroot "$work/podman-run" --storage-driver vfs --runtime runc rmi -a -f >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -39,10 +39,14 @@ skopeo inspect --raw "oci-archive:$archive" | grep -q '"schemaVersion":2' || fai
 ok "image $ref $digest is reproducible and readable by skopeo"
 
 # podman: load the archive (no registry) and run each binary's --version, no network.
-p=(podman --root "$work/podman" --runroot "$work/podman-run" --storage-driver vfs)
+# runc, not crun: crun refuses hybrid cgroup hierarchies (v1 controllers beside a v2 mount, as
+# on the development machine). Explicit limits: by default podman raises RLIMIT_NOFILE and
+# RLIMIT_NPROC in the container, which needs CAP_SYS_RESOURCE, which root lacks there.
+p=(podman --root "$work/podman" --runroot "$work/podman-run" --storage-driver vfs --runtime runc)
+limits=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 "${p[@]}" load -q -i "$archive" >/dev/null || fail "podman load"
 for b in "${names[@]}"; do
-  out=$("${p[@]}" run --rm --network none "$ref" "/usr/local/bin/$b" --version 2>&1) || fail "$b --version in the image: $out"
+  out=$("${p[@]}" run --rm --network none "${limits[@]}" "$ref" "/usr/local/bin/$b" --version 2>&1) || fail "$b --version in the image: $out"
   grep -q "$version" <<<"$out" || fail "$b --version says $out"
 done
 ok "podman runs ${names[*]} --version from the image"
@@ -69,7 +73,7 @@ node="$work/node"
 mkdir -p "$node/cni-bin" "$node/etc-spinel" "$node/configmap"
 chmod 755 "$node/cni-bin" "$node/etc-spinel"
 echo '{"logLevel":"info","lockTimeoutMs":20000}' > "$node/configmap/cni.json"
-out=$("${p[@]}" run --rm --network none --read-only --user 0 --cap-drop ALL \
+out=$("${p[@]}" run --rm --network none "${limits[@]}" --read-only --user 0 --cap-drop ALL \
   --security-opt no-new-privileges \
   -v "$node/cni-bin:/host/cni/bin" -v "$node/etc-spinel:/host/etc/spinel" \
   -v "$node/configmap:/etc/spinel-cni:ro" "$ref" "${init[@]}" 2>&1) || fail "the init container failed: $out"
