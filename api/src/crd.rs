@@ -68,6 +68,12 @@ pub struct NodeFabricSpec {
     /// strictly and reports a node whose table does not parse.
     #[schemars(schema_with = "neighbor_table")]
     pub lldp: serde_json::Value,
+    /// When this agent run began listening for LLDP (RFC 3339), naming the run: the controller
+    /// holds a new run's report that shows fewer neighbours than the last one until the last
+    /// one's neighbours would have aged out, so a restarted agent never strips its node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub listening_since: Option<String>,
     /// LLDP frames ignored since the agent started because they came from one of the node's
     /// own MACs (a pod cannot tell the node where it is cabled).
     #[serde(default)]

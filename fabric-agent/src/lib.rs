@@ -189,6 +189,7 @@ async fn serve(
         nics: found,
         carried,
         health,
+        listening_since: Some(k8s_openapi::jiff::Timestamp::now().to_string()),
         ..Observation::default()
     });
     let tx = Arc::new(tx);

@@ -25,6 +25,8 @@ pub struct Observation {
     pub table: Option<NeighborTable>,
     /// What the previous agent published, kept until its TTLs pass.
     pub carried: Option<Carryover>,
+    /// When this agent run began listening (RFC 3339): names the run in the report.
+    pub listening_since: Option<String>,
     /// LLDP frames ignored because they came from the node's own MACs.
     pub ignored: u64,
     /// Health findings.
@@ -207,6 +209,7 @@ pub fn spec(node: &str, observation: &Observation) -> NodeFabricSpec {
         agent_version: env!("CARGO_PKG_VERSION").to_owned(),
         nics,
         lldp: serde_json::to_value(&table).unwrap_or_default(),
+        listening_since: observation.listening_since.clone(),
         lldp_frames_ignored: observation.ignored,
         health: observation
             .health

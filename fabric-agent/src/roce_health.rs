@@ -255,8 +255,8 @@ pub fn condition_reason(f: &HealthFinding) -> String {
 #[cfg(test)]
 mod tests {
     use spinel_wire::neighbor::{
-        ChassisId, ChassisIdSubtype, Dcbx, Neighbor, Observer, PfcConfiguration, PortId,
-        PortIdSubtype, PortNeighbors,
+        ChassisId, ChassisIdSubtype, Neighbor, Observer, PfcConfiguration, PortId, PortIdSubtype,
+        PortNeighbors,
     };
 
     use super::*;
@@ -287,30 +287,17 @@ mod tests {
     }
 
     fn table(nic: &str, pfc: Option<Vec<u8>>) -> NeighborTable {
-        let mut neighbor = Neighbor {
-            chassis_id: ChassisId {
+        let mut neighbor = Neighbor::new(
+            ChassisId {
                 subtype: ChassisIdSubtype::MacAddress,
                 value: "0c:42:a1:00:00:01".into(),
             },
-            port_id: PortId {
+            PortId {
                 subtype: PortIdSubtype::InterfaceName,
                 value: "Ethernet0".into(),
             },
-            ttl: 120,
-            age_seconds: None,
-            port_description: None,
-            system_name: None,
-            system_description: None,
-            capabilities: None,
-            management_addresses: Vec::new(),
-            port_vlan_id: None,
-            vlan_names: Vec::new(),
-            link_aggregation: None,
-            mac_phy: None,
-            max_frame_size: None,
-            dcbx: Dcbx::default(),
-            unknown_tlvs: Vec::new(),
-        };
+            120,
+        );
         neighbor.dcbx.pfc = pfc.map(|p| PfcConfiguration {
             willing: false,
             mbc: false,

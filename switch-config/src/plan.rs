@@ -5,7 +5,6 @@
 //! Ports are kept in natural name order (`Ethernet2` before `Ethernet10`), so everything
 //! rendered from a plan is the same whatever order the intent was written in.
 
-use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ipnet::Ipv4Net;
@@ -318,41 +317,8 @@ pub fn addresses_needed(intent: &Intent, hosts: u64) -> u64 {
     hosts * (1 + u64::from(intent.arp.pods_per_host))
 }
 
-/// Natural order: digit runs compare as numbers (`swp2` < `swp10`, `Ethernet1/2` <
-/// `Ethernet1/10`), ties broken bytewise so the order is total.
-pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
-    loop {
-        match (x.first(), y.first()) {
-            (None, None) => return a.cmp(b),
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
-                let nx = x.iter().take_while(|b| b.is_ascii_digit()).count();
-                let ny = y.iter().take_while(|b| b.is_ascii_digit()).count();
-                let (dx, dy) = (trim_zeros(&x[..nx]), trim_zeros(&y[..ny]));
-                let ord = dx.len().cmp(&dy.len()).then_with(|| dx.cmp(dy));
-                if ord != Ordering::Equal {
-                    return ord;
-                }
-                x = &x[nx..];
-                y = &y[ny..];
-            }
-            (Some(c), Some(d)) => {
-                if c != d {
-                    return c.cmp(d);
-                }
-                x = &x[1..];
-                y = &y[1..];
-            }
-        }
-    }
-}
-
-fn trim_zeros(digits: &[u8]) -> &[u8] {
-    let start = digits.iter().take_while(|d| **d == b'0').count();
-    &digits[start.min(digits.len().saturating_sub(1))..]
-}
+/// Natural order (`swp2` < `swp10`), the fabric model's: one order for names everywhere.
+pub use topo_discovery::fabric::names::natural_cmp;
 
 #[cfg(test)]
 mod tests {
