@@ -24,6 +24,19 @@ pub const VERSION: &str = "v1alpha1";
 /// The name of the one [`Fabric`] object.
 pub const FABRIC_NAME: &str = "default";
 
+/// The annotation naming the agent run that published a report (when it began listening for
+/// LLDP, RFC 3339). An annotation, not a spec field: a restart that reports the same cabling
+/// must not change the report's generation, or the controller would write a status for it.
+/// The controller holds a new run's report that shows fewer neighbours than the last one
+/// until the last one's neighbours would have aged out, so a restart never strips its node.
+pub const LISTENING_SINCE_ANNOTATION: &str = "fabric.spinel.dev/listening-since";
+
+/// The longest a previous agent run's neighbours are believed after a restart (by the new
+/// agent, which carries them over, and by the controller, which holds a thinner report):
+/// lldpd's own TTL, 30 s between LLDPDUs times four. A longer TTL claimed in a report (a lie
+/// costs nothing) is held no longer; a report that no agent run published is not carried.
+pub const MAX_CARRY_OVER: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Most RoCE NICs one report may name (GPU nodes have 8 to 16).
 pub const MAX_NICS: usize = 64;
 /// Most neighbours one NIC's port may list: lldpd's default table size, the agent's too.
@@ -68,12 +81,6 @@ pub struct NodeFabricSpec {
     /// strictly and reports a node whose table does not parse.
     #[schemars(schema_with = "neighbor_table")]
     pub lldp: serde_json::Value,
-    /// When this agent run began listening for LLDP (RFC 3339), naming the run: the controller
-    /// holds a new run's report that shows fewer neighbours than the last one until the last
-    /// one's neighbours would have aged out, so a restarted agent never strips its node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 64))]
-    pub listening_since: Option<String>,
     /// LLDP frames ignored since the agent started because they came from one of the node's
     /// own MACs (a pod cannot tell the node where it is cabled).
     #[serde(default)]

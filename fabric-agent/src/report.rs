@@ -10,7 +10,8 @@
 use std::time::{Duration, Instant};
 
 use spinel_api::crd::{
-    HealthFinding, MAX_HEALTH_FINDINGS, MAX_NEIGHBORS_PER_PORT, MAX_NICS, NicReport, NodeFabricSpec,
+    HealthFinding, LISTENING_SINCE_ANNOTATION, MAX_CARRY_OVER, MAX_HEALTH_FINDINGS,
+    MAX_NEIGHBORS_PER_PORT, MAX_NICS, NicReport, NodeFabricSpec,
 };
 use spinel_node::nics::RoceNic;
 use spinel_wire::lldp::RemoteTable;
@@ -48,7 +49,8 @@ impl Carryover {
             .iter()
             .flat_map(|p| {
                 p.neighbors.iter().map(|n| {
-                    let until = start + Duration::from_secs(u64::from(n.ttl));
+                    let ttl = Duration::from_secs(u64::from(n.ttl)).min(MAX_CARRY_OVER);
+                    let until = start + ttl;
                     (p.port.clone(), n.clone(), until)
                 })
             })
@@ -84,6 +86,20 @@ pub async fn published(
             return (None, Vec::new());
         }
     };
+    // Only what an agent run published is carried: a report without its run's annotation was
+    // written by someone else (a compromised agent's token, a person), and is not believed.
+    let by_an_agent = published
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(LISTENING_SINCE_ANNOTATION));
+    if !by_an_agent {
+        tracing::warn!(
+            node,
+            "the published report names no agent run; starting from LLDP alone"
+        );
+        return (None, Vec::new());
+    }
     let carried = match serde_json::from_value::<NeighborTable>(published.spec.lldp) {
         Ok(table) => {
             let carried = Carryover::new(&table, Instant::now());
@@ -209,7 +225,6 @@ pub fn spec(node: &str, observation: &Observation) -> NodeFabricSpec {
         agent_version: env!("CARGO_PKG_VERSION").to_owned(),
         nics,
         lldp: serde_json::to_value(&table).unwrap_or_default(),
-        listening_since: observation.listening_since.clone(),
         lldp_frames_ignored: observation.ignored,
         health: observation
             .health
@@ -310,6 +325,18 @@ mod tests {
             obs.table_at("n1", start + Duration::from_secs(121))
                 .is_none()
         );
+    }
+
+    /// A neighbour claiming a TTL of 18 hours is carried no longer than lldpd's own TTL.
+    #[test]
+    fn a_carried_ttl_is_capped() {
+        let mut before = RemoteTable::new(32);
+        let t0 = Instant::now();
+        before.add_port("ens1f0np0");
+        before.receive_frame("ens1f0np0", &frame(65535), t0);
+        let start = Instant::now();
+        let carried = Carryover::new(&stable_table(&before, "n1"), start);
+        assert_eq!(carried.next_deadline(start), Some(start + MAX_CARRY_OVER));
     }
 
     #[test]

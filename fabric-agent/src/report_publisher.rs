@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Api;
-use spinel_api::crd::{NodeFabric, NodeFabricSpec};
+use spinel_api::crd::{LISTENING_SINCE_ANNOTATION, NodeFabric, NodeFabricSpec};
 use spinel_kube::apply::apply_retrying;
 use spinel_kube::backoff::Backoff;
 use tokio::sync::{Notify, watch};
@@ -57,11 +57,14 @@ pub async fn run(
                 () = carry_over => {}
             }
         }
-        let current = spec(&node, &observations.borrow_and_update());
+        let (current, since) = {
+            let o = observations.borrow_and_update();
+            (spec(&node, &o), o.listening_since.clone())
+        };
         if last.as_ref() == Some(&current) {
             continue;
         }
-        apply_until_done(&api, &node, current.clone()).await;
+        apply_until_done(&api, &node, current.clone(), since).await;
         tracing::info!(
             nics = current.nics.len(),
             "published the node's fabric report"
@@ -73,8 +76,20 @@ pub async fn run(
 
 /// Applies `spec`, retrying with back-off until the API server takes it.
 #[tracing::instrument(name = "publish_report", skip(api, spec), fields(nics = spec.nics.len()))]
-async fn apply_until_done(api: &Api<NodeFabric>, node: &str, spec: NodeFabricSpec) {
-    let object = NodeFabric::new(node, spec);
+async fn apply_until_done(
+    api: &Api<NodeFabric>,
+    node: &str,
+    spec: NodeFabricSpec,
+    listening_since: Option<String>,
+) {
+    let mut object = NodeFabric::new(node, spec);
+    if let Some(since) = listening_since {
+        object.metadata.annotations = Some(
+            [(LISTENING_SINCE_ANNOTATION.to_owned(), since)]
+                .into_iter()
+                .collect(),
+        );
+    }
     let what = format!("NodeFabric/{node} (the node's fabric report)");
     let mut backoff = Backoff::default();
     apply_retrying(api, node, FIELD_MANAGER, &object, &mut backoff, None, &what).await;

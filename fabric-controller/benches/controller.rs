@@ -95,7 +95,6 @@ fn object(spec: &SyntheticSpec, table: &NeighborTable, generation: i64) -> NodeF
                 })
                 .collect(),
             lldp: serde_json::to_value(table).unwrap(),
-            listening_since: None,
             lldp_frames_ignored: 0,
             health: Vec::new(),
         },

@@ -108,12 +108,14 @@ pub(crate) struct Node {
     pub(crate) reserved: u32,
     pub(crate) degraded: bool,
     pub(crate) unschedulable: bool,
+    /// Hidden from the plan being made (kube-scheduler found it infeasible for the gang).
+    pub(crate) excluded: bool,
 }
 
 impl Node {
     /// Units a new pod could take now.
     pub(crate) fn free(&self) -> u32 {
-        if self.degraded || self.unschedulable {
+        if self.degraded || self.unschedulable || self.excluded {
             0
         } else {
             self.allocatable
@@ -147,6 +149,8 @@ pub struct Cluster {
     domains: Vec<Domain>,
     by_parent_value: FxHashMap<(DomainId, String), DomainId>,
     generation: u64,
+    /// Changes only when a node is added or removed: names map to the same ids until then.
+    names_epoch: u64,
     /// How many nodes carry labels down to each depth: the cluster's depth follows the deepest
     /// one present, also when the last node labelled that deep loses the label.
     depths: std::collections::BTreeMap<u8, u32>,
@@ -176,6 +180,7 @@ impl Cluster {
             domains: vec![root_domain(1)],
             by_parent_value: FxHashMap::default(),
             generation: 0,
+            names_epoch: 0,
             depths: std::collections::BTreeMap::new(),
         }
     }
@@ -219,6 +224,12 @@ impl Cluster {
     /// Changes on every update; lets callers cache derived data.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Changes when a node is added or removed (not on other updates): node names resolve to
+    /// the same ids while it stays.
+    pub fn names_epoch(&self) -> u64 {
+        self.names_epoch
     }
 
     /// Label options in use.
@@ -493,6 +504,7 @@ impl Cluster {
             reserved: 0,
             degraded: spec.degraded,
             unschedulable: spec.unschedulable,
+            excluded: false,
         };
         let id = match self.vacant.pop() {
             Some(i) => {
@@ -505,6 +517,7 @@ impl Cluster {
             }
         };
         self.by_name.insert(spec.name, id);
+        self.names_epoch += 1;
         self.count_depth(depth, true);
         if self.wanted_depth() != self.depth {
             self.rebuild(self.wanted_depth());
@@ -518,6 +531,7 @@ impl Cluster {
     pub fn remove(&mut self, name: &str) -> Option<NodeId> {
         let id = self.by_name.remove(name)?;
         self.generation += 1;
+        self.names_epoch += 1;
         self.detach(id);
         let depth = self.node(id).map_or(0, |n| n.tier_values.len() as u8);
         self.count_depth(depth, false);
@@ -559,6 +573,24 @@ impl Cluster {
     /// Releases units of a pod that ended.
     pub fn sub_used(&mut self, id: NodeId, units: u32) {
         self.change(id, |n| n.used = n.used.saturating_sub(units));
+    }
+
+    /// Hides nodes from plans (`true`) or shows them again; returns the ids whose state
+    /// changed, to hand back to [`Cluster::set_excluded`] with `false`.
+    pub(crate) fn set_excluded(&mut self, ids: &[NodeId], excluded: bool) -> Vec<NodeId> {
+        let mut changed = Vec::new();
+        for id in ids {
+            if self.node(*id).is_some_and(|n| n.excluded != excluded) {
+                self.change(*id, |n| n.excluded = excluded);
+                changed.push(*id);
+            }
+        }
+        changed
+    }
+
+    /// One past the largest node id in use (ids are dense indices).
+    pub fn id_bound(&self) -> usize {
+        self.nodes.len()
     }
 
     pub(crate) fn reserve(&mut self, id: NodeId, units: u32) {

@@ -35,6 +35,78 @@ impl Default for EngineOptions {
     }
 }
 
+/// What the engine holds at most, and for how long a gang may hold what it cannot use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HoldLimits {
+    /// How long part of a gang may stay bound on nodes the rest of it cannot join (a lost node
+    /// its hard level cannot replace) before the gang is released whole: reservations freed,
+    /// bound pods handed back for eviction, the gang planned again when its pods return.
+    pub stranded_grace_ms: u64,
+    /// Most ranks held over all gangs (each gang holds one per pod of its size); a new gang
+    /// past it is refused with the reason until others finish.
+    pub max_held_ranks: u64,
+}
+
+impl Default for HoldLimits {
+    fn default() -> Self {
+        Self {
+            stranded_grace_ms: 30_000,
+            max_held_ranks: 1 << 20,
+        }
+    }
+}
+
+/// The nodes kube-scheduler found feasible for a gang's pod: the candidates of its filter call
+/// (its own filters ran first: taints, affinity, resources the engine does not count).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Feasible {
+    mask: Vec<bool>,
+}
+
+impl Feasible {
+    /// The known nodes among `names`.
+    pub fn from_names<S: AsRef<str>>(cluster: &Cluster, names: &[S]) -> Feasible {
+        let mut mask = vec![false; cluster.id_bound()];
+        for n in names {
+            if let Some(id) = cluster.node_id(n.as_ref())
+                && let Some(m) = mask.get_mut(id.0 as usize)
+            {
+                *m = true;
+            }
+        }
+        Feasible { mask }
+    }
+
+    /// The candidates given as ids.
+    pub fn from_ids(cluster: &Cluster, ids: impl IntoIterator<Item = NodeId>) -> Feasible {
+        let mut mask = vec![false; cluster.id_bound()];
+        for id in ids {
+            if let Some(m) = mask.get_mut(id.0 as usize) {
+                *m = true;
+            }
+        }
+        Feasible { mask }
+    }
+
+    /// Whether `node` was a candidate.
+    pub fn contains(&self, node: NodeId) -> bool {
+        self.mask.get(node.0 as usize).copied().unwrap_or(false)
+    }
+}
+
+/// A gang released because part of it was bound where the rest could not join in time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Released {
+    /// The gang.
+    pub gang: GangId,
+    /// Why.
+    pub reason: String,
+    /// UIDs of its bound pods (to evict, so the gang can be planned whole again).
+    pub bound_pods: Vec<String>,
+    /// UIDs of its pods not bound yet.
+    pub waiting_pods: Vec<String>,
+}
+
 /// Where one rank stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -66,6 +138,8 @@ struct Gang {
     waiting: Option<String>,
     /// Nodes kube-scheduler's own filters refused to this gang's pods.
     refused: Vec<NodeId>,
+    /// Since when part of the gang is bound and lost ranks cannot rejoin their groups.
+    stranded_since: Option<u64>,
 }
 
 /// What a pod of a gang is told.
@@ -140,6 +214,21 @@ pub enum AssignError {
         /// Why.
         why: Explanation,
     },
+    /// Holding the gang would pass the limit on ranks held.
+    #[error(
+        "gang {gang} ({size} pods) waits: the scheduler already holds {held} ranks of other \
+         gangs and its limit is {limit}"
+    )]
+    OverLimit {
+        /// The gang.
+        gang: GangId,
+        /// Its size.
+        size: u32,
+        /// Ranks held now.
+        held: u64,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 /// A gang's plan as published to its pods and launcher.
@@ -168,6 +257,12 @@ pub struct EngineStats {
     pub reserved_ranks: usize,
     /// Units those reservations hold.
     pub reserved_units: u64,
+    /// Ranks held over all gangs (the limit counts these).
+    pub held_ranks: u64,
+    /// Bytes the gangs' state takes, estimated from what it holds (ranks and pod UIDs).
+    pub held_bytes: u64,
+    /// Gangs partly bound whose lost ranks cannot rejoin their groups.
+    pub stranded: usize,
 }
 
 /// Cluster state plus every gang's plan and reservations.
@@ -176,6 +271,9 @@ pub struct Engine {
     cluster: Cluster,
     gangs: BTreeMap<GangId, Gang>,
     options: EngineOptions,
+    limits: HoldLimits,
+    /// Sum of the held gangs' sizes.
+    held_ranks: u64,
 }
 
 impl Engine {
@@ -185,6 +283,8 @@ impl Engine {
             cluster,
             gangs: BTreeMap::new(),
             options,
+            limits: HoldLimits::default(),
+            held_ranks: 0,
         }
     }
 
@@ -196,6 +296,32 @@ impl Engine {
     /// Gangs the engine holds state for.
     pub fn gang_ids(&self) -> impl Iterator<Item = &GangId> {
         self.gangs.keys()
+    }
+
+    /// Whether the engine holds state for `gang`.
+    pub fn holds(&self, gang: &GangId) -> bool {
+        self.gangs.contains_key(gang)
+    }
+
+    /// The settings.
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> HoldLimits {
+        self.limits
+    }
+
+    /// Sets the limits (gangs held already stay).
+    pub fn set_limits(&mut self, limits: HoldLimits) {
+        self.limits = limits;
+    }
+
+    fn forget(&mut self, gang: &GangId) -> Option<Gang> {
+        let g = self.gangs.remove(gang)?;
+        self.held_ranks = self.held_ranks.saturating_sub(u64::from(g.request.size));
+        Some(g)
     }
 
     /// Sets a node's usage by bound pods.
@@ -263,46 +389,87 @@ impl Engine {
             .map(|(id, _)| id.clone())
             .collect();
         for id in affected {
-            let Some(g) = self.gangs.get_mut(&id) else {
-                continue;
-            };
-            let any_bound = g.ranks.iter().any(|r| r.state == RankState::Bound);
-            for r in &mut g.ranks {
-                let release = if any_bound {
-                    r.node == Some(node)
-                } else {
-                    r.state != RankState::Bound
-                };
-                if release && matches!(r.state, RankState::Reserved | RankState::Assigned) {
-                    if let Some(n) = r.node.take() {
-                        self.cluster.unreserve(n, g.request.per_pod);
-                    }
-                    r.state = RankState::Open;
-                }
-            }
-            g.plan = None;
+            self.open_ranks(&id, None, |r| r.node == Some(node));
             // A failure leaves the gang waiting with its reason; the next pod retries.
-            let _ = self.ensure_plan(&id, now_ms);
+            let _ = self.ensure_plan(&id, now_ms, None);
         }
     }
 
-    /// Places the gang's open ranks: a full plan when nothing runs yet, else a repair.
-    fn ensure_plan(&mut self, id: &GangId, now_ms: u64) -> Result<(), AssignError> {
+    /// Releases the reserved ranks `lost` picks; when no rank of the gang is committed (bound,
+    /// or told to a pod other than `asking`), every reserved rank goes, so the gang is planned
+    /// again whole.
+    fn open_ranks(&mut self, id: &GangId, asking: Option<&str>, lost: impl Fn(&Rank) -> bool) {
+        let Some(g) = self.gangs.get_mut(id) else {
+            return;
+        };
+        let committed = g.ranks.iter().any(|r| match r.state {
+            RankState::Bound => true,
+            RankState::Assigned => r.pod.as_deref() != asking || asking.is_none(),
+            RankState::Open | RankState::Reserved => false,
+        });
+        let any_lost = g
+            .ranks
+            .iter()
+            .any(|r| lost(r) && matches!(r.state, RankState::Reserved | RankState::Assigned));
+        if !any_lost {
+            return;
+        }
+        for r in &mut g.ranks {
+            let release = if committed {
+                lost(r)
+            } else {
+                r.state != RankState::Bound
+            };
+            if release && matches!(r.state, RankState::Reserved | RankState::Assigned) {
+                if let Some(n) = r.node.take() {
+                    self.cluster.unreserve(n, g.request.per_pod);
+                }
+                r.state = RankState::Open;
+            }
+        }
+        g.plan = None;
+    }
+
+    /// Nodes this gang's plans must not use: those refused to it, and, when kube-scheduler's
+    /// candidates are known, every node outside them that has room.
+    fn infeasible(&self, id: &GangId, feasible: Option<&Feasible>) -> Vec<NodeId> {
+        let mut out: Vec<NodeId> = self
+            .gangs
+            .get(id)
+            .map(|g| g.refused.clone())
+            .unwrap_or_default();
+        if let Some(f) = feasible {
+            out.extend(
+                (0..self.cluster.id_bound() as u32)
+                    .map(NodeId)
+                    .filter(|n| !f.contains(*n) && self.cluster.free(*n) > 0),
+            );
+        }
+        out
+    }
+
+    /// Places the gang's open ranks: a full plan when nothing is placed yet, else a repair;
+    /// never on nodes refused to the gang or outside `feasible`.
+    fn ensure_plan(
+        &mut self,
+        id: &GangId,
+        now_ms: u64,
+        feasible: Option<&Feasible>,
+    ) -> Result<(), AssignError> {
         let Some(g) = self.gangs.get(id) else {
             return Ok(());
         };
         if g.ranks.iter().all(|r| r.node.is_some()) {
             return Ok(());
         }
-        // Nodes refused to this gang are hidden from its plans (a copy, only for such gangs).
-        let excluded = (!g.refused.is_empty()).then(|| {
-            let mut c = self.cluster.clone();
-            for n in &g.refused {
-                c.set_unschedulable(*n, true);
-            }
-            c
-        });
-        let view = excluded.as_ref().unwrap_or(&self.cluster);
+        let hidden = self.infeasible(id, feasible);
+        let hidden = self.cluster.set_excluded(&hidden, true);
+        let outcome = self.place_open(id, now_ms);
+        self.cluster.set_excluded(&hidden, false);
+        outcome
+    }
+
+    fn place_open(&mut self, id: &GangId, now_ms: u64) -> Result<(), AssignError> {
         let Some(g) = self.gangs.get_mut(id) else {
             return Ok(());
         };
@@ -310,8 +477,11 @@ impl Engine {
         let any_placed = g.ranks.iter().any(|r| r.node.is_some());
         let nodes: Vec<NodeId> = if any_placed {
             let mut ranks: Vec<Option<NodeId>> = g.ranks.iter().map(|r| r.node).collect();
-            if let Err(why) = repair(view, &g.request, &mut ranks) {
+            if let Err(why) = repair(&self.cluster, &g.request, &mut ranks) {
                 g.waiting = Some(why.message.clone());
+                if g.ranks.iter().any(|r| r.state == RankState::Bound) {
+                    g.stranded_since.get_or_insert(now_ms);
+                }
                 return Err(AssignError::Repair {
                     gang: id.clone(),
                     why,
@@ -319,7 +489,7 @@ impl Engine {
             }
             ranks.into_iter().flatten().collect()
         } else {
-            match plan(view, &g.request, &self.options.plan) {
+            match plan(&self.cluster, &g.request, &self.options.plan) {
                 Ok(p) => {
                     let nodes = p.nodes.clone();
                     g.plan = Some(p);
@@ -327,6 +497,11 @@ impl Engine {
                 }
                 Err(e) => {
                     g.waiting = Some(e.to_string());
+                    let never = matches!(e, PlanError::NeverFits { .. });
+                    if never && g.ranks.iter().all(|r| r.state == RankState::Open) {
+                        // Nothing will change that: keep no state for it.
+                        self.forget(id);
+                    }
                     return Err(e.into());
                 }
             }
@@ -343,11 +518,24 @@ impl Engine {
             }
         }
         g.waiting = None;
+        g.stranded_since = None;
         g.deadline_ms = now_ms.saturating_add(self.options.reservation_timeout_ms);
         Ok(())
     }
 
     fn gang_entry(&mut self, request: &GangRequest) -> Result<&mut Gang, AssignError> {
+        if !self.gangs.contains_key(&request.gang) {
+            let size = u64::from(request.size);
+            if self.held_ranks.saturating_add(size) > self.limits.max_held_ranks {
+                return Err(AssignError::OverLimit {
+                    gang: request.gang.clone(),
+                    size: request.size,
+                    held: self.held_ranks,
+                    limit: self.limits.max_held_ranks,
+                });
+            }
+            self.held_ranks += size;
+        }
         let g = self
             .gangs
             .entry(request.gang.clone())
@@ -366,6 +554,7 @@ impl Engine {
                 deadline_ms: 0,
                 waiting: None,
                 refused: Vec::new(),
+                stranded_since: None,
             });
         if g.request != *request {
             return Err(AssignError::Disagree {
@@ -378,12 +567,19 @@ impl Engine {
 
     /// The node for pod `pod_uid` of the gang: plans the gang on its first pod, reserves it,
     /// and gives the pod its rank (`index` when the launcher fixed one, else the lowest free).
+    ///
+    /// `feasible` is what kube-scheduler's own filters left for this pod (its candidates):
+    /// plans use only those nodes, and a node reserved for the gang (for a rank no pod was
+    /// told yet, or for this pod) that is no longer among them is refused to the gang for good
+    /// and its rank placed again: the whole plan again while no rank is committed, else next
+    /// to its group.
     pub fn assign(
         &mut self,
         request: &GangRequest,
         pod_uid: &str,
         index: Option<u32>,
         now_ms: u64,
+        feasible: Option<&Feasible>,
     ) -> Result<Assignment, AssignError> {
         let id = request.gang.clone();
         let timeout = self.options.reservation_timeout_ms;
@@ -402,7 +598,10 @@ impl Engine {
                 r
             }
         };
-        self.ensure_plan(&id, now_ms)?;
+        if let Some(f) = feasible {
+            self.refuse_infeasible(&id, pod_uid, f);
+        }
+        self.ensure_plan(&id, now_ms, feasible)?;
         let g = self.gangs.get(&id).ok_or_else(|| AssignError::GangFull {
             gang: id.clone(),
             size: request.size,
@@ -418,6 +617,37 @@ impl Engine {
             node,
             node_name: self.cluster.node_name(node).to_owned(),
         })
+    }
+
+    /// Refuses to the gang every node it holds for a rank no other pod was told (or for
+    /// `pod_uid`'s own) that kube-scheduler no longer found feasible, and opens those ranks.
+    fn refuse_infeasible(&mut self, id: &GangId, pod_uid: &str, feasible: &Feasible) {
+        let Some(g) = self.gangs.get_mut(id) else {
+            return;
+        };
+        let lost = |r: &Rank| {
+            let ours = match r.state {
+                RankState::Reserved => true,
+                RankState::Assigned => r.pod.as_deref() == Some(pod_uid),
+                RankState::Open | RankState::Bound => false,
+            };
+            ours && r.node.is_some_and(|n| !feasible.contains(n))
+        };
+        let gone: Vec<NodeId> = g
+            .ranks
+            .iter()
+            .filter(|r| lost(r))
+            .filter_map(|r| r.node)
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        for n in gone {
+            if !g.refused.contains(&n) {
+                g.refused.push(n);
+            }
+        }
+        self.open_ranks(id, Some(pod_uid), lost);
     }
 
     /// Records that a gang pod is bound to `node_name`: its reservation is released (the
@@ -442,40 +672,6 @@ impl Engine {
         }
         g.deadline_ms = now_ms.saturating_add(self.options.reservation_timeout_ms);
         Some(rank)
-    }
-
-    /// kube-scheduler's own filters rejected the node planned for this pod (a resource the
-    /// engine does not count, a taint it does not know): the node is kept from the gang and the
-    /// pod's rank placed again next to its group. Returns the new assignment.
-    pub fn refuse(
-        &mut self,
-        gang: &GangId,
-        pod_uid: &str,
-        now_ms: u64,
-    ) -> Result<Assignment, AssignError> {
-        let full = |g: &GangId| AssignError::UnknownPod {
-            gang: g.clone(),
-            pod: pod_uid.to_owned(),
-        };
-        let g = self.gangs.get_mut(gang).ok_or_else(|| full(gang))?;
-        let rank = *g.pods.get(pod_uid).ok_or_else(|| full(gang))?;
-        let per_pod = g.request.per_pod;
-        let r = &mut g.ranks[rank as usize];
-        if r.state != RankState::Bound
-            && let Some(n) = r.node.take()
-        {
-            r.state = RankState::Open;
-            g.refused.push(n);
-            self.cluster.unreserve(n, per_pod);
-        }
-        self.ensure_plan(gang, now_ms)?;
-        let g = self.gangs.get(gang).ok_or_else(|| full(gang))?;
-        let node = g.ranks[rank as usize].node.ok_or_else(|| full(gang))?;
-        Ok(Assignment {
-            rank,
-            node,
-            node_name: self.cluster.node_name(node).to_owned(),
-        })
     }
 
     /// Takes in a pod found running with its published rank (after a restart of the
@@ -598,7 +794,7 @@ impl Engine {
 
     /// Forgets a gang and releases every reservation it holds.
     pub fn release(&mut self, gang: &GangId) {
-        if let Some(g) = self.gangs.remove(gang) {
+        if let Some(g) = self.forget(gang) {
             for r in g.ranks {
                 if let (Some(n), RankState::Reserved | RankState::Assigned) = (r.node, r.state) {
                     self.cluster.unreserve(n, g.request.per_pod);
@@ -621,7 +817,7 @@ impl Engine {
             .map(|(id, _)| id.clone())
             .collect();
         for id in done {
-            self.gangs.remove(&id);
+            self.forget(&id);
         }
         let expired: Vec<GangId> = self
             .gangs
@@ -672,14 +868,68 @@ impl Engine {
         })
     }
 
+    /// Releases, whole, every gang stranded (part bound, lost ranks unable to rejoin their
+    /// groups) for [`HoldLimits::stranded_grace_ms`] after trying once more to place the
+    /// lost ranks: its reservations go and it is forgotten, so its pods, once evicted and
+    /// back, are planned as a new gang.
+    pub fn release_stranded(&mut self, now_ms: u64) -> Vec<Released> {
+        let grace = self.limits.stranded_grace_ms;
+        let due: Vec<GangId> = self
+            .gangs
+            .iter()
+            .filter(|(_, g)| {
+                g.stranded_since
+                    .is_some_and(|t| now_ms >= t.saturating_add(grace))
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut out = Vec::new();
+        for id in due {
+            if self.ensure_plan(&id, now_ms, None).is_ok() {
+                continue;
+            }
+            let Some(g) = self.gangs.get(&id) else {
+                continue;
+            };
+            let reason = format!(
+                "part of gang {id} was bound where the rest cannot join for {} s ({}); the gang \
+                 is released whole: its bound pods are evicted so it can be planned again",
+                grace / 1000,
+                g.waiting
+                    .as_deref()
+                    .unwrap_or("lost ranks cannot rejoin their groups")
+            );
+            let (mut bound_pods, mut waiting_pods) = (Vec::new(), Vec::new());
+            for r in &g.ranks {
+                if let Some(uid) = &r.pod {
+                    if r.state == RankState::Bound {
+                        bound_pods.push(uid.clone());
+                    } else {
+                        waiting_pods.push(uid.clone());
+                    }
+                }
+            }
+            self.release(&id);
+            out.push(Released {
+                gang: id,
+                reason,
+                bound_pods,
+                waiting_pods,
+            });
+        }
+        out
+    }
+
     /// Counts for monitoring; O(ranks held).
     pub fn stats(&self) -> EngineStats {
         let mut stats = EngineStats {
             gangs: self.gangs.len(),
+            held_ranks: self.held_ranks,
             ..EngineStats::default()
         };
         for g in self.gangs.values() {
             stats.waiting += usize::from(g.waiting.is_some());
+            stats.stranded += usize::from(g.stranded_since.is_some());
             let reserved = g
                 .ranks
                 .iter()
@@ -689,6 +939,7 @@ impl Engine {
                 .count();
             stats.reserved_ranks += reserved;
             stats.reserved_units += reserved as u64 * u64::from(g.request.per_pod);
+            stats.held_bytes += gang_bytes(g);
         }
         stats
     }
@@ -697,6 +948,22 @@ impl Engine {
     pub fn rank_of(&self, gang: &GangId, pod_uid: &str) -> Option<u32> {
         self.gangs.get(gang)?.pods.get(pod_uid).copied()
     }
+}
+
+/// The memory a gang's state holds: its ranks, its pods' UIDs (in the rank and the index),
+/// its plan and the hash index's slots.
+fn gang_bytes(g: &Gang) -> u64 {
+    let uid_bytes: usize = g.pods.keys().map(|k| 2 * k.capacity()).sum();
+    let index = g.pods.capacity() * (std::mem::size_of::<(String, u32)>() + 1);
+    let plan = g
+        .plan
+        .as_ref()
+        .map_or(0, |p| p.nodes.capacity() * std::mem::size_of::<NodeId>());
+    (std::mem::size_of::<Gang>()
+        + g.ranks.capacity() * std::mem::size_of::<Rank>()
+        + uid_bytes
+        + index
+        + plan) as u64
 }
 
 fn choose_rank(g: &Gang, id: &GangId, index: Option<u32>) -> Result<u32, AssignError> {

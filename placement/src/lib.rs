@@ -8,13 +8,15 @@
 //!   widened one tier at a time and recorded; [`explain`] says why a gang waits.
 //! - [`engine`]: reservations with timeouts, rank assignment, re-planning when a node goes
 //!   away or degrades.
-//! - [`spread`]: placement quality; [`sim`]: the simulator comparing policies.
+//! - [`spread`]: placement quality; [`floor`]: a proven floor under the best spread;
+//!   [`sim`]: the simulator comparing policies.
 
 pub mod annotations;
 mod capacity;
 pub mod cluster;
 pub mod engine;
 pub mod explain;
+pub mod floor;
 mod placer;
 pub mod plan;
 pub mod publish;
@@ -26,7 +28,8 @@ pub mod tier;
 
 pub use cluster::{Cluster, ClusterOptions, DomainId, NodeId, NodeSpec};
 pub use engine::{
-    AssignError, Assignment, Engine, EngineOptions, EngineStats, GangView, RankState,
+    AssignError, Assignment, Engine, EngineOptions, EngineStats, Feasible, GangView, HoldLimits,
+    RankState, Released,
 };
 pub use plan::{Fallback, Plan, PlanError, PlanOptions, plan};
 pub use request::{Dialect, GangId, GangRequest, Level, Mode, RequestError};

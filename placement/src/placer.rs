@@ -120,26 +120,43 @@ impl<'a> Placer<'a> {
     }
 
     /// Places the sub-blocks of one level-`i` block inside `c` two ways (each sub-block
-    /// best-fit on its own, or the fewest domains of the sub-level's tier, largest first) and
-    /// keeps the one whose slots cross fewer boundaries; best-fit on a tie.
+    /// best-fit on its own, or the fewest domains of the sub-level's tier, largest first), and a
+    /// third when no level inside the block is held below `c`'s tier: the whole block's slots
+    /// over the fewest leaves, cut into sub-blocks in that order, so the block touches no more
+    /// leaves than it must. Keeps the way whose slots cross the fewest boundaries (the block's
+    /// own, then its sub-blocks' summed); the first on a tie.
     fn place_sub_blocks(&mut self, i: usize, c: DomainId) -> bool {
         let (q, start) = (self.shape.q[i - 1], self.slots.len());
         let mut each = self.clone();
         let a = (0..q).all(|_| each.place_block(i - 1, c));
         let mut fewest = self.clone();
         let b = fewest.place_in_fewest(i - 1, c, q);
-        let chosen = match (a, b) {
-            (true, true) => {
-                let fa = footprint(self.cluster, &each.slots[start..]);
-                let fb = footprint(self.cluster, &fewest.slots[start..]);
-                if fb < fa { fewest } else { each }
-            }
-            (true, false) => each,
-            (false, true) => fewest,
-            (false, false) => return false,
+        let free_inside = self.shape.tiers[0] >= self.cluster.domain(c).tier;
+        let mut whole = self.clone();
+        let w = free_inside && whole.fill(c, self.shape.r[i - 1]);
+        let sub = self.shape.r[i - 2] as usize;
+        let cost = |p: &Placer<'_>| {
+            let slots = &p.slots[start..];
+            let inner: u32 = slots.chunks(sub).map(|s| footprint(self.cluster, s)).sum();
+            (footprint(self.cluster, slots), inner)
         };
-        *self = chosen;
-        true
+        let mut best: Option<((u32, u32), Placer<'a>)> = None;
+        for (ok, p) in [(a, each), (b, fewest), (w, whole)] {
+            if !ok {
+                continue;
+            }
+            let k = cost(&p);
+            if best.as_ref().is_none_or(|(bk, _)| k < *bk) {
+                best = Some((k, p));
+            }
+        }
+        match best {
+            Some((_, p)) => {
+                *self = p;
+                true
+            }
+            None => false,
+        }
     }
 
     /// `count` blocks of level `j` inside `c`, over the fewest domains of level `j`'s tier.

@@ -270,3 +270,40 @@ fn planning_is_deterministic() {
     let b = plan(&c.clone(), &three_d("x"), &PlanOptions::default()).unwrap();
     assert_eq!(a, b);
 }
+
+// Issue 19: ten spines where the spine that holds the gang with the smallest spread has the
+// most free slots (it ranks 10th by best-fit). Nine spines have 8 free nodes each, scattered
+// 3 + 3 + 2 over three leaves (pipeline spread 2 there); the tenth has two leaves of 4 free
+// nodes and more room elsewhere (spread 1). The old cut planned only the 8 fullest spines.
+#[test]
+fn the_domain_the_objective_prefers_is_never_cut() {
+    let mut c = cluster(10, 4, 4);
+    let busy_per_leaf: [[u32; 4]; 2] = [[1, 1, 2, 4], [0, 0, 0, 0]];
+    for id in c.node_ids() {
+        let spine: u32 = spine_of(&c, id)[1..].parse().unwrap();
+        let leaf = leaf_of(&c, id);
+        let (l, n): (usize, u32) = (
+            leaf[5..7].parse().unwrap(),
+            c.node_name(id)[10..].parse().unwrap(),
+        );
+        let pattern = usize::from(spine == 9);
+        if n < busy_per_leaf[pattern][l] {
+            c.set_used(id, 8);
+        }
+    }
+    let r = job(
+        "wide",
+        8,
+        8,
+        vec![
+            level("dp", 8, Tier::LEAF, Mode::Soft),
+            level("pp", 8, Tier::SPINE, Mode::Soft),
+        ],
+    );
+    let p = plan(&c, &r, &PlanOptions::default()).unwrap();
+    assert_eq!(p.domain, "spine s09", "{p:?}");
+    assert_eq!(p.spread.max, 1, "{p:?}");
+    let leaves: std::collections::BTreeSet<String> =
+        p.nodes.iter().map(|n| leaf_of(&c, *n)).collect();
+    assert_eq!(leaves.len(), 2, "{leaves:?}");
+}

@@ -137,6 +137,33 @@ proptest! {
         prop_assert_eq!(exact, brute_force(&c, &r));
     }
 
+    // The audit's floor is never above the exhaustive optimum, and is the optimum where it says
+    // it is exact.
+    #[test]
+    fn the_floor_is_under_the_optimum_and_exact_when_it_says_so(
+        (f, busy, size, dp_div, dp_hard, pp_hard) in small_case()
+    ) {
+        let c = cluster(f, &busy);
+        let dp = (size / dp_div).max(1);
+        prop_assume!(size % dp == 0);
+        let mode = |h| if h { Mode::Hard } else { Mode::Soft };
+        let r = request(size, 8, dp, mode(dp_hard), mode(pp_hard));
+        let opt = solve(&c, &r, Limits::default());
+        let low = spinel_placement::floor::floor(&c, &r);
+        match (&opt, low) {
+            (Some(o), Some(l)) => {
+                prop_assert!(l.max <= o.max && l.total <= o.total, "floor {l:?} optimum {o:?}");
+                if l.exact {
+                    prop_assert_eq!((l.max, l.total), (o.max, o.total));
+                }
+            }
+            (None, None) => {}
+            // The floor relaxes hard levels inside the gang, so it may exist where nothing fits.
+            (None, Some(l)) => prop_assert!(!l.exact || !pp_hard, "exact floor {l:?}, no placement"),
+            (Some(o), None) => prop_assert!(false, "no floor, optimum {o:?}"),
+        }
+    }
+
     #[test]
     fn spinel_is_within_five_percent_of_the_optimum_on_small_cases(
         (f, busy, size, dp_div, dp_hard, pp_hard) in small_case()
@@ -227,6 +254,86 @@ fn spinel_matches_the_optimum_and_keeps_utilisation_on_small_traces() {
         assert_eq!(check.avoidable_spine_crossings, 0, "seed {seed}: {check:?}");
         assert_eq!(check.over_five_percent, 0, "seed {seed}: {check:?}");
     }
+}
+
+/// Spinel's planner that keeps the cluster state it saw for one gang.
+struct Snapshot {
+    gang: &'static str,
+    seen: Option<(Cluster, GangRequest)>,
+}
+
+impl Policy for Snapshot {
+    fn name(&self) -> &'static str {
+        "spinel"
+    }
+
+    fn place(&mut self, c: &Cluster, r: &GangRequest) -> Option<Vec<NodeId>> {
+        let p = plan(c, r, &PlanOptions::default()).ok()?;
+        if r.gang.name == self.gang {
+            self.seen = Some((c.clone(), r.clone()));
+        }
+        Some(p.nodes)
+    }
+}
+
+// Issue 19: on 3 spines of 5 leaves of 6 nodes, seed 7, the audit found Spinel's total spread
+// 138 against the optimum's 136, two decisions more than 5 % above it. One was job 29 (16 pods,
+// DP groups of 8 soft within a leaf, the pipeline soft within a spine), on a spine whose free
+// nodes were 2, 6, 6 and 6 per leaf: the first DP group was cut best-fit (6 + 2 nodes) and the
+// pipeline touched 4 leaves where 3 do. The state it saw is rebuilt with the old decisions
+// before it (Spinel's earlier choices shape it) and audited alone, as the whole trace's audit
+// takes minutes in a debug build.
+#[test]
+fn a_group_is_not_cut_best_fit_when_that_spreads_its_pipeline() {
+    let f = UniformFabric {
+        spines: 3,
+        leaves_per_spine: 5,
+        nodes_per_leaf: 6,
+        gpus_per_node: 8,
+    };
+    let mut c = cluster(f, &[0]);
+    let free = [[3, 2, 0, 2, 2], [0, 0, 0, 1, 0], [2, 0, 6, 6, 6]];
+    for id in c.node_ids() {
+        let name = c.node_name(id).to_owned();
+        let (s, l, n): (usize, usize, u32) = (
+            name[3..5].parse().unwrap(),
+            name[7..9].parse().unwrap(),
+            name[10..].parse().unwrap(),
+        );
+        if n >= free[s][l] {
+            c.set_used(id, 8);
+        }
+    }
+    let r = request(16, 8, 8, Mode::Soft, Mode::Soft);
+    let ours = plan(&c, &r, &PlanOptions::default()).unwrap();
+    let opt = solve(&c, &r, Limits::default()).unwrap();
+    assert_eq!((opt.max, opt.total), (2, 4));
+    assert_eq!((ours.spread.max, ours.spread.total), (2, 4), "{ours:?}");
+    // And the same trace audited decision by decision stays at the optimum up to that job.
+    let jobs = generate(&TraceSpec {
+        seed: 7,
+        jobs: 200,
+        max_pods: 16,
+        gpus_per_pod: 8,
+        nodes_per_leaf: 6,
+        load: 0.9,
+        cluster_gpus: 720,
+        min_duration_s: 600.0,
+        max_duration_s: 28_800.0,
+    });
+    let mut snap = Snapshot {
+        gang: "job-00029",
+        seen: None,
+    };
+    spinel_placement::sim::run::run(&cluster(f, &[0]), &jobs, &mut snap);
+    let (state, req) = snap.seen.unwrap();
+    let ours = plan(&state, &req, &PlanOptions::default()).unwrap();
+    let opt = solve(&state, &req, Limits::default()).unwrap();
+    assert_eq!(
+        (ours.spread.max, ours.spread.total),
+        (opt.max, opt.total),
+        "{ours:?}"
+    );
 }
 
 #[test]

@@ -2,8 +2,10 @@
 //!
 //! `cargo bench -p spinel-scheduler --bench extender [-- NODES...]` (default 1000 10000 50000).
 //! For each size: a uniform fabric (32 nodes per leaf, 16 leaves per spine, 8 GPUs per node) is
-//! loaded into the scheduler state (resident memory measured before and after), the real
-//! router is served on 127.0.0.1, and one keep-alive HTTP/1.1 connection sends, per pod, a
+//! loaded into the scheduler state (resident memory measured before and after), the gang pods
+//! are shown to it as its pod watch would, the real router is served on 127.0.0.1, and a client
+//! in its own process (this program started again with `client ADDR NODES`, so it never shares
+//! the server's threads or allocator) sends over one keep-alive HTTP/1.1 connection, per pod, a
 //! filter then a prioritize with every node as candidate, as kube-scheduler does with
 //! `percentageOfNodesToScore: 100`:
 //! - `plain`: a 1-GPU pod outside any gang (pass-through plus the leaf packing score);
@@ -72,6 +74,22 @@ fn node_objects(f: &UniformFabric, count: usize) -> Vec<Node> {
             }),
         })
         .collect()
+}
+
+fn gang_pod(g: usize, r: usize) -> Value {
+    let annotations = json!({"sched.spinel.dev/gang-size": "64", "sched.spinel.dev/tp": "8",
+        "sched.spinel.dev/dp": "8", "sched.spinel.dev/pp": "8",
+        "batch.kubernetes.io/job-completion-index": r.to_string()});
+    pod(
+        &format!("g{g}-{r}"),
+        8,
+        annotations,
+        json!({"sched.spinel.dev/gang": format!("g{g}")}),
+    )
+}
+
+fn gangs_for(size: usize) -> usize {
+    if size >= 50_000 { 5 } else { 10 }
 }
 
 fn pod(name: &str, gpus: u32, annotations: Value, labels: Value) -> Value {
@@ -143,13 +161,11 @@ fn report(size: usize, mode: &str, mut samples: Vec<Duration>, body: usize) {
     );
 }
 
+/// The server side of one size: the state loaded, gang pods shown, the router served; the
+/// client started as a process of its own; its report printed.
 async fn run_size(size: usize) {
     let f = fabric(size as u32);
     let nodes = node_objects(&f, size);
-    let names: Vec<String> = nodes
-        .iter()
-        .map(|n| n.metadata.name.clone().unwrap())
-        .collect();
     let before = rss_kib();
     let state = Arc::new(Mutex::new(State::new(Config::default())));
     {
@@ -160,6 +176,16 @@ async fn run_size(size: usize) {
         s.set_ready();
     }
     let cache_kib = rss_kib().saturating_sub(before);
+    {
+        let mut s = state.lock().unwrap();
+        for g in 0..gangs_for(size) {
+            for r in 0..64 {
+                let p: k8s_openapi::api::core::v1::Pod =
+                    serde_json::from_value(gang_pod(g, r)).unwrap();
+                s.apply_pod(&p, 0);
+            }
+        }
+    }
     let app = App::new(
         state.clone(),
         Arc::new(Recorder::default()),
@@ -168,12 +194,36 @@ async fn run_size(size: usize) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, router(app)).await });
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["client", &addr.to_string(), &size.to_string()])
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "the client failed: {}", out.status);
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    println!(
+        "| {size} | cluster cache (RSS growth) | | {:.1} MiB | | |",
+        cache_kib as f64 / 1024.0
+    );
+}
+
+/// The client: every request of one size, timed from its own process.
+async fn client(addr: SocketAddr, size: usize) {
+    let f = fabric(size as u32);
+    let nodes = node_objects(&f, size);
+    let names: Vec<String> = nodes
+        .iter()
+        .map(|n| n.metadata.name.clone().unwrap())
+        .collect();
     let stream = TcpStream::connect(addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
     let mut client = Client {
         reader: BufReader::new(stream),
     };
-
     let plain = serde_json::to_vec(&json!({
         "Pod": pod("plain", 1, json!({}), json!({})), "NodeNames": names}))
     .unwrap();
@@ -188,16 +238,11 @@ async fn run_size(size: usize) {
     report(size, "nodeCacheCapable, plain pod", samples, plain.len());
 
     let mut samples = Vec::new();
-    let gangs = if size >= 50_000 { 5 } else { 10 };
     let mut body_len = 0;
-    for g in 0..gangs {
+    for g in 0..gangs_for(size) {
         for r in 0..64 {
-            let annotations = json!({"sched.spinel.dev/gang-size": "64", "sched.spinel.dev/tp": "8",
-                "sched.spinel.dev/dp": "8", "sched.spinel.dev/pp": "8",
-                "batch.kubernetes.io/job-completion-index": r.to_string()});
-            let body = serde_json::to_vec(&json!({
-                "Pod": pod(&format!("g{g}-{r}"), 8, annotations, json!({"sched.spinel.dev/gang": format!("g{g}")})),
-                "NodeNames": names})).unwrap();
+            let body =
+                serde_json::to_vec(&json!({"Pod": gang_pod(g, r), "NodeNames": names})).unwrap();
             body_len = body.len();
             samples.push(client.pair(&body).await);
         }
@@ -218,13 +263,20 @@ async fn run_size(size: usize) {
         }
         report(size, "full nodes, plain pod", samples, full.len());
     }
-    println!(
-        "| {size} | cluster cache (RSS growth) | | {:.1} MiB | | |",
-        cache_kib as f64 / 1024.0
-    );
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("client") {
+        let addr: SocketAddr = args[2].parse().unwrap();
+        let size: usize = args[3].parse().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(client(addr, size));
+        return;
+    }
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -26,13 +26,14 @@ use axum::routing::{get, post};
 use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use crate::metrics::{self, Decision, Metrics, Snapshot};
 use crate::publish::Publisher;
 use crate::state::{FilterDecision, Publication, State};
 use crate::wire::{
-    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, Failures, FilterReply,
-    HostPriorityRef, NodeListRef, node_name,
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, Failures, FilterReply, NameList,
+    NodeListRef, host_priorities, names, node_name,
 };
 
 /// Server settings.
@@ -71,6 +72,10 @@ impl App {
         publisher: Arc<dyn Publisher>,
         options: ServerOptions,
     ) -> App {
+        // Gangs released outside any request (stranded past their grace) publish through it.
+        if let Ok(mut s) = state.lock() {
+            s.set_publisher(publisher.clone());
+        }
         App {
             state,
             publisher,
@@ -192,6 +197,8 @@ fn parse<'a, T: Deserialize<'a>>(body: &'a [u8], what: &str) -> Result<T, Reject
 struct Request<'a> {
     pod: Pod,
     names: Vec<Cow<'a, str>>,
+    /// `NodeNames` as sent, to echo when every candidate passes.
+    raw_names: Option<&'a RawValue>,
     nodes: Option<NodeListRef<'a>>,
 }
 
@@ -205,9 +212,10 @@ fn request(body: &Bytes) -> Result<Request<'_>, Rejection> {
         .pod
         .ok_or_else(|| bad("invalid ExtenderArgs: Pod is missing"))?;
     match (args.node_names, args.nodes) {
-        (Some(names), _) => Ok(Request {
+        (Some(raw), _) => Ok(Request {
             pod,
-            names,
+            names: names(raw).map_err(|e| bad(&format!("invalid ExtenderArgs: NodeNames: {e}")))?,
+            raw_names: Some(raw),
             nodes: None,
         }),
         (None, Some(list)) => {
@@ -220,6 +228,7 @@ fn request(body: &Bytes) -> Result<Request<'_>, Rejection> {
             Ok(Request {
                 pod,
                 names,
+                raw_names: None,
                 nodes: Some(list),
             })
         }
@@ -259,14 +268,17 @@ fn reply<'a>(req: &'a mut Request<'_>, pass: impl Fn(usize, &str) -> bool) -> Fi
             out.nodes = Some(list);
         }
         None => {
-            out.node_names = Some(
-                req.names
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, n)| pass(*i, n))
-                    .map(|(_, n)| n.as_ref())
-                    .collect(),
-            )
+            let kept: Vec<&str> = req
+                .names
+                .iter()
+                .enumerate()
+                .filter(|(i, n)| pass(*i, n))
+                .map(|(_, n)| n.as_ref())
+                .collect();
+            out.node_names = Some(match req.raw_names {
+                Some(raw) if kept.len() == req.names.len() => NameList::Echo(raw),
+                _ => NameList::Kept(kept),
+            });
         }
     }
     out
@@ -280,50 +292,83 @@ async fn filter(AxumState(app): AxumState<App>, body: Body) -> Response {
     let response = match (app.standby(), body) {
         (Some(refusal), _) => refusal,
         (None, Err(e)) => e.into_response(),
-        (None, Ok(body)) => filter_body(&app, &body),
+        (None, Ok(body)) => filter_body(&app, &body).await,
     };
     app.finish("filter", start, response)
 }
 
-/// Decides for the pod in `body`: the engine's decision, with one retry when kube-scheduler's
-/// own filters dropped the planned node.
-fn decide(app: &App, req: &Request<'_>) -> Result<(FilterDecision, Publication), Rejection> {
-    let mut state = app.lock()?;
-    let first = state.filter(&req.pod, app.now_ms());
-    Ok(match &first.0 {
-        // kube-scheduler's own filters dropped the planned node: place the rank again once,
-        // without that node, rather than wait for the reservation to expire.
-        FilterDecision::Only { node, .. } if !req.names.iter().any(|n| n == node) => {
-            publish(app, &req.pod, first.1);
-            state.refuse(&req.pod, app.now_ms())
-        }
-        _ => first,
-    })
+/// How long a filter request for a gang pod the pod watch has not shown yet waits for it
+/// (kube-scheduler's informer may see a new pod a moment before the extender's watch does).
+const WATCH_WAIT: Duration = Duration::from_millis(250);
+
+/// Longest reason written per node: a reason repeats once per candidate, so the answer stays
+/// within a constant of the candidates' size whatever a reason quotes (the whole reason goes
+/// to the pod's Event).
+pub const MAX_REASON_BYTES: usize = 256;
+
+/// `reason` cut to [`MAX_REASON_BYTES`] on a character boundary, marked when cut.
+fn per_node(reason: &str) -> Cow<'_, str> {
+    if reason.len() <= MAX_REASON_BYTES {
+        return Cow::Borrowed(reason);
+    }
+    let mut end = MAX_REASON_BYTES - '…'.len_utf8();
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &reason[..end]))
 }
 
-fn filter_body(app: &App, body: &Bytes) -> Response {
+/// The engine's decision for the pod in `req`, its candidates telling which nodes
+/// kube-scheduler's own filters allow.
+fn decide(app: &App, req: &Request<'_>) -> Result<(FilterDecision, Publication), Rejection> {
+    let mut state = app.lock()?;
+    let candidates = state.candidates(req.raw_names.map(RawValue::get), &req.names);
+    Ok(state.filter(&req.pod, Some(&candidates), app.now_ms()))
+}
+
+async fn filter_body(app: &App, body: &Bytes) -> Response {
     let mut req = match request(body) {
         Ok(r) => r,
         Err(resp) => return resp.into_response(),
     };
-    let (decision, publication) = match decide(app, &req) {
-        Ok(d) => d,
-        Err(resp) => return resp.into_response(),
+    let waited_until = Instant::now() + WATCH_WAIT;
+    let (decision, publication) = loop {
+        match decide(app, &req) {
+            Ok((FilterDecision::NotSeen { .. }, _)) if Instant::now() < waited_until => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Ok(d) => break d,
+            Err(resp) => return resp.into_response(),
+        }
     };
     // Pods outside gangs keep off units reserved for planned gangs.
     let blocked = match decision {
         FilterDecision::PassThrough => match app.lock() {
-            Ok(state) => state.blocked_by_reservations(&req.pod, &req.names),
+            Ok(mut state) => {
+                let candidates = state.candidates(req.raw_names.map(RawValue::get), &req.names);
+                state.blocked_by_reservations(&req.pod, &candidates)
+            }
             Err(resp) => return resp.into_response(),
         },
         _ => None,
     };
     publish(app, &req.pod, publication);
     let names = req.names.clone();
+    // Refusals list only the nodes the cluster view knows: a name it does not know is left
+    // out, which kube-scheduler reads as unresolvable, so no request can make the answer
+    // larger than the cluster's nodes times one bounded reason.
+    let known: Vec<bool> = match (&decision, app.lock()) {
+        (FilterDecision::PassThrough | FilterDecision::Only { .. }, _) => Vec::new(),
+        (_, Ok(state)) => {
+            let c = state.engine().cluster();
+            names.iter().map(|n| c.node_id(n).is_some()).collect()
+        }
+        (_, Err(resp)) => return resp.into_response(),
+    };
     let all = |reason| Failures {
         names: &names,
         except: None,
-        mask: None,
+        mask: Some(&known),
         reason,
     };
     let (response, counted) = match decision {
@@ -343,14 +388,12 @@ fn filter_body(app: &App, body: &Bytes) -> Response {
             };
             (response, Decision::PassThrough)
         }
-        FilterDecision::Only { node, others, .. } if names.iter().any(|n| *n == node) => {
-            let mut out = reply(&mut req, |_, n| n == node);
-            out.failed_and_unresolvable_nodes = Failures {
-                names: &names,
-                except: Some(node.as_str()),
-                mask: None,
-                reason: &others,
-            };
+        FilterDecision::Only { node, .. } if names.iter().any(|n| *n == node) => {
+            // The other candidates are left out unlisted: kube-scheduler counts a node an
+            // extender drops without a reason as UnschedulableAndUnresolvable (its default
+            // status for absent nodes), which keeps preemption off them as a listed reason
+            // would, at a fraction of the answer's size.
+            let out = reply(&mut req, |_, n| n == node);
             (json(&out), Decision::Placed)
         }
         FilterDecision::Only { node, rank, .. } => {
@@ -363,6 +406,7 @@ fn filter_body(app: &App, body: &Bytes) -> Response {
             (json(&out), Decision::PlannedNodeDropped)
         }
         FilterDecision::Reject { resolvable, reason } => {
+            let reason = per_node(&reason);
             let mut out = reply(&mut req, |_, _| false);
             if resolvable {
                 out.failed_nodes = all(&reason);
@@ -375,6 +419,18 @@ fn filter_body(app: &App, body: &Bytes) -> Response {
                 Decision::Unschedulable
             };
             (json(&out), counted)
+        }
+        FilterDecision::NotSeen { reason } => {
+            let reason = per_node(&reason);
+            let mut out = reply(&mut req, |_, _| false);
+            out.failed_nodes = all(&reason);
+            (json(&out), Decision::NotSeen)
+        }
+        FilterDecision::OverLimit { reason } => {
+            let reason = per_node(&reason);
+            let mut out = reply(&mut req, |_, _| false);
+            out.failed_nodes = all(&reason);
+            (json(&out), Decision::OverLimit)
         }
     };
     app.metrics.decision(counted);
@@ -397,16 +453,18 @@ fn prioritize_body(app: &App, body: &Bytes) -> Response {
         Err(resp) => return resp.into_response(),
     };
     let scores = match app.lock() {
-        Ok(mut state) => state.prioritize(&req.pod, &req.names, app.now_ms()),
+        Ok(mut state) => {
+            let candidates = state.candidates(req.raw_names.map(RawValue::get), &req.names);
+            state.prioritize(&req.pod, &candidates, app.now_ms())
+        }
         Err(resp) => return resp.into_response(),
     };
-    let list: Vec<HostPriorityRef<'_>> = req
-        .names
-        .iter()
-        .zip(scores)
-        .map(|(host, score)| HostPriorityRef { host, score })
-        .collect();
-    json(&list)
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        host_priorities(&req.names, &scores),
+    )
+        .into_response()
 }
 
 async fn bind(AxumState(app): AxumState<App>, body: Body) -> Response {
@@ -468,6 +526,8 @@ async fn metrics_text(AxumState(app): AxumState<App>) -> Response {
             nodes: s.engine().cluster().node_count(),
             unusable_nodes: s.unusable_nodes(),
             engine: s.engine().stats(),
+            held_ranks_limit: s.engine().limits().max_held_ranks,
+            released_gangs: s.released_gangs(),
             leader: app.is_leader(),
         },
         Err(_) => {

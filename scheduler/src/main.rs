@@ -20,7 +20,7 @@ use spinel_kube::lease::{Election, LeaseArgs, LeaseConfig, unique_identity};
 use spinel_kube::logging::LogArgs;
 use spinel_kube::shutdown::Shutdown;
 use spinel_placement::annotations::ParseOptions;
-use spinel_placement::{ClusterOptions, EngineOptions, PlanOptions};
+use spinel_placement::{ClusterOptions, EngineOptions, HoldLimits, PlanOptions};
 use spinel_scheduler::http::{App, ServerOptions, router};
 use spinel_scheduler::metrics::Metrics;
 use spinel_scheduler::publish::{Publisher, Recorder};
@@ -46,6 +46,13 @@ struct Args {
     /// Seconds a gang may go without progress before its reservation is released.
     #[arg(long, default_value_t = 120)]
     reservation_timeout: u64,
+    /// Seconds part of a gang may stay bound where the rest of it cannot join before the gang
+    /// is released whole (its bound pods evicted) and planned again.
+    #[arg(long, default_value_t = 30)]
+    stranded_grace: u64,
+    /// Most ranks held over all gangs at once; a gang past it is refused with the reason.
+    #[arg(long, default_value_t = 1 << 20)]
+    max_held_ranks: u64,
     /// Largest gang accepted, in pods.
     #[arg(long, default_value_t = 65_536)]
     max_gang_size: u32,
@@ -194,7 +201,12 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     spinel_kube::logging::init(&args.log);
     let shutdown = Shutdown::register()?;
-    let state = Arc::new(Mutex::new(State::new(config(&args)?)));
+    let mut state = State::new(config(&args)?);
+    state.set_limits(HoldLimits {
+        stranded_grace_ms: args.stranded_grace.saturating_mul(1000),
+        max_held_ranks: args.max_held_ranks,
+    });
+    let state = Arc::new(Mutex::new(state));
     let lease = args.leader_elect.then(|| lease_config(&args)).transpose()?;
     let start = Instant::now();
     let (client, publisher): (_, Arc<dyn Publisher>) = match &args.nodes_file {

@@ -29,6 +29,10 @@ pub enum Decision {
     Unschedulable,
     /// kube-scheduler's own filters dropped the planned node and no other could take its place.
     PlannedNodeDropped,
+    /// A gang pod the pod watch has not shown: nothing decided.
+    NotSeen,
+    /// A new gang would pass the limit on ranks held: it waits.
+    OverLimit,
 }
 
 impl Decision {
@@ -39,6 +43,8 @@ impl Decision {
             Decision::Pending => "pending",
             Decision::Unschedulable => "unschedulable",
             Decision::PlannedNodeDropped => "planned_node_dropped",
+            Decision::NotSeen => "unknown_pod",
+            Decision::OverLimit => "over_limit",
         }
     }
 }
@@ -73,8 +79,12 @@ pub struct Snapshot {
     pub nodes: usize,
     /// Of those, nodes no gang may use (the degraded taint, cordoned, not Ready).
     pub unusable_nodes: usize,
-    /// The engine's counts (gangs, waiting gangs, reservations).
+    /// The engine's counts (gangs, waiting gangs, reservations, ranks and bytes held).
     pub engine: EngineStats,
+    /// The limit on ranks held.
+    pub held_ranks_limit: u64,
+    /// Gangs released whole since the start (part bound where the rest could not join).
+    pub released_gangs: u64,
     /// Whether this replica leads (always true without leader election).
     pub leader: bool,
 }
@@ -93,6 +103,11 @@ pub struct Metrics {
     pending_gangs: Gauge,
     reserved_ranks: Gauge,
     reserved_units: Gauge,
+    held_ranks: Gauge,
+    held_ranks_limit: Gauge,
+    held_bytes: Gauge,
+    stranded_gangs: Gauge,
+    released_gangs: Gauge,
     leader: Gauge,
 }
 
@@ -163,6 +178,27 @@ impl Metrics {
                 "reserved_units",
                 "Units of the scheduled resource held by reservations",
             ),
+            held_ranks: gauge_of(
+                "held_ranks",
+                "Ranks the gangs in memory hold (one per pod of each gang's size)",
+            ),
+            held_ranks_limit: gauge_of(
+                "held_ranks_limit",
+                "Most ranks held at once; a new gang past it waits with the reason",
+            ),
+            held_bytes: gauge_of(
+                "held_bytes",
+                "Bytes the gangs' state takes, estimated from the ranks and pod UIDs held",
+            ),
+            stranded_gangs: gauge_of(
+                "stranded_gangs",
+                "Gangs partly bound whose lost ranks cannot rejoin their groups (released whole \
+                 after the grace)",
+            ),
+            released_gangs: gauge_of(
+                "released_gangs",
+                "Gangs released whole since the start: part bound where the rest could not join",
+            ),
             leader: gauge_of("leader", "1 when this replica leads and decides, else 0"),
             registry,
             durations,
@@ -211,6 +247,11 @@ impl Metrics {
             .set(gauge(snapshot.engine.reserved_ranks));
         self.reserved_units
             .set(gauge(snapshot.engine.reserved_units));
+        self.held_ranks.set(gauge(snapshot.engine.held_ranks));
+        self.held_ranks_limit.set(gauge(snapshot.held_ranks_limit));
+        self.held_bytes.set(gauge(snapshot.engine.held_bytes));
+        self.stranded_gangs.set(gauge(snapshot.engine.stranded));
+        self.released_gangs.set(gauge(snapshot.released_gangs));
         self.leader.set(i64::from(snapshot.leader));
         let mut out = String::new();
         encode(&mut out, &self.registry)?;
@@ -240,7 +281,12 @@ mod tests {
                     waiting: 1,
                     reserved_ranks: 3,
                     reserved_units: 24,
+                    held_ranks: 40,
+                    held_bytes: 4096,
+                    stranded: 1,
                 },
+                held_ranks_limit: 1 << 20,
+                released_gangs: 3,
                 leader: true,
             })
             .unwrap();
@@ -256,6 +302,11 @@ mod tests {
             "spinel_scheduler_pending_gangs 1",
             "spinel_scheduler_reserved_ranks 3",
             "spinel_scheduler_reserved_units 24",
+            "spinel_scheduler_held_ranks 40",
+            "spinel_scheduler_held_ranks_limit 1048576",
+            "spinel_scheduler_held_bytes 4096",
+            "spinel_scheduler_stranded_gangs 1",
+            "spinel_scheduler_released_gangs 3",
             "spinel_scheduler_leader 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");

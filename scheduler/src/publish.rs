@@ -15,6 +15,9 @@ pub trait Publisher: Send + Sync + 'static {
     fn annotate(&self, namespace: &str, pod: &str, annotations: BTreeMap<String, String>);
     /// Records an Event on a pod (fire and forget).
     fn event(&self, namespace: &str, pod: &str, reason: &str, message: &str);
+    /// Evicts a pod (the Eviction API, so disruption budgets hold; only the pod with `uid`),
+    /// fire and forget: a gang part of which was bound where the rest cannot join.
+    fn evict(&self, namespace: &str, pod: &str, uid: &str);
     /// Binds a pod to a node (the extender's bind verb).
     fn bind<'a>(
         &'a self,
@@ -23,6 +26,12 @@ pub trait Publisher: Send + Sync + 'static {
         uid: &'a str,
         node: &'a str,
     ) -> BindFuture<'a>;
+}
+
+impl std::fmt::Debug for dyn Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Publisher")
+    }
 }
 
 /// One recorded side effect.
@@ -43,6 +52,13 @@ pub enum Effect {
         reason: String,
         /// Message.
         message: String,
+    },
+    /// An eviction.
+    Evict {
+        /// `namespace/name`.
+        pod: String,
+        /// Its UID.
+        uid: String,
     },
     /// A Binding.
     Bind {
@@ -85,6 +101,13 @@ impl Publisher for Recorder {
             pod: format!("{namespace}/{pod}"),
             reason: reason.to_owned(),
             message: message.to_owned(),
+        });
+    }
+
+    fn evict(&self, namespace: &str, pod: &str, uid: &str) {
+        self.push(Effect::Evict {
+            pod: format!("{namespace}/{pod}"),
+            uid: uid.to_owned(),
         });
     }
 

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use rustc_hash::FxHashMap;
@@ -11,11 +13,12 @@ use serde_json::json;
 use spinel_api::scheduling as keys;
 use spinel_placement::annotations::{ParseOptions, PodGroupPolicy, PodMeta, parse_gang, pod_index};
 use spinel_placement::{
-    AssignError, Assignment, Cluster, ClusterOptions, Engine, EngineOptions, GangId, GangRequest,
-    PlanError, publish,
+    AssignError, Assignment, Cluster, ClusterOptions, Engine, EngineOptions, Feasible, GangId,
+    GangRequest, NodeId, PlanError, Released, publish,
 };
 
 use crate::objects::{bound_node, is_terminal, node_spec, pod_group_policy, pod_meta, pod_units};
+use crate::publish::Publisher;
 
 /// Scheduler settings.
 #[derive(Debug, Clone)]
@@ -62,6 +65,17 @@ pub enum FilterDecision {
         /// Why.
         reason: String,
     },
+    /// A gang pod the pod watch has not shown (no pod with this UID, name and namespace, or
+    /// one already bound or ending): nothing is decided or kept for it.
+    NotSeen {
+        /// Why.
+        reason: String,
+    },
+    /// Holding a new gang would pass the limit on ranks held: it waits.
+    OverLimit {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Annotations to merge into a pod, and an Event to record.
@@ -86,6 +100,55 @@ pub struct OtherPod {
     pub annotations: BTreeMap<String, String>,
 }
 
+/// What a gang pod's request is read from: its scheduling labels and annotations (only the
+/// keys of the dialects the scheduler reads), its PodGroup and its units of the resource it
+/// names, as the pod watch showed them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SchedMeta {
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    pod_group: Option<String>,
+    /// Units of the resource the pod names (or the scheduler's), or why they do not parse.
+    units: Result<u64, String>,
+}
+
+/// Key prefixes of the dialects a gang request is read from.
+const SCHED_PREFIXES: [&str; 5] = [
+    keys::PREFIX,
+    "kueue.x-k8s.io/",
+    "volcano.sh/",
+    "scheduling.k8s.io/",
+    keys::JOB_COMPLETION_INDEX,
+];
+
+fn sched_keys(map: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    map.iter()
+        .filter(|(k, _)| SCHED_PREFIXES.iter().any(|p| k.starts_with(p)))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+impl SchedMeta {
+    /// `None` for a pod that names no gang in any dialect.
+    fn of(pod: &Pod, default_resource: &str) -> Option<SchedMeta> {
+        let (labels, annotations, group) = pod_meta(pod);
+        let (labels, annotations) = (sched_keys(labels), sched_keys(annotations));
+        if labels.is_empty() && annotations.is_empty() && group.is_none() {
+            return None;
+        }
+        let resource = annotations
+            .get(keys::RESOURCE)
+            .map_or(default_resource, |r| r.trim());
+        let units = pod_units(pod, resource).map_err(|e| e.to_string());
+        Some(SchedMeta {
+            labels,
+            annotations,
+            pod_group: group.map(str::to_owned),
+            units,
+        })
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct PodRecord {
     /// Namespace and name, for publishing to it while another pod is asked about.
@@ -95,6 +158,37 @@ struct PodRecord {
     gang: Option<GangId>,
     published: Option<String>,
     last_reason: Option<String>,
+    /// The pod watch showed it (requests about pods it never showed decide nothing).
+    seen: bool,
+    /// Ending (a deletion timestamp, or an eviction the scheduler asked for).
+    terminating: bool,
+    /// Its published rank.
+    rank: Option<u32>,
+    /// What its gang request is read from, while it waits to be bound.
+    meta: Option<Box<SchedMeta>>,
+}
+
+/// A request's candidate nodes resolved to the cluster view's ids, position by position
+/// (`None`: a name the view does not know).
+#[derive(Debug, Clone)]
+pub struct Candidates {
+    ids: Arc<[Option<NodeId>]>,
+}
+
+impl Candidates {
+    /// The ids, in the request's order.
+    pub fn ids(&self) -> &[Option<NodeId>] {
+        &self.ids
+    }
+}
+
+/// The last candidate list resolved: kube-scheduler sends the same list, in the same order,
+/// for pod after pod, so comparing its bytes spares a name lookup per node.
+#[derive(Debug, Default)]
+struct CandidateCache {
+    raw: Vec<u8>,
+    epoch: u64,
+    ids: Option<Arc<[Option<NodeId>]>>,
 }
 
 /// A gang request and the pod's launcher index, if it has one.
@@ -127,6 +221,13 @@ pub struct State {
     /// Upstream PodGroups by `(namespace, name)`, when their API is watched.
     pod_groups: Option<FxHashMap<(String, String), PodGroupPolicy>>,
     ready: bool,
+    /// Pod UIDs by gang, to take back a gang's running pods when the engine forgot it.
+    members: FxHashMap<GangId, rustc_hash::FxHashSet<String>>,
+    /// Where Events and evictions decided outside a request (a stranded gang released) go.
+    publisher: Option<Arc<dyn Publisher>>,
+    /// Gangs released whole since the start.
+    released: u64,
+    candidates: CandidateCache,
 }
 
 fn published_rank(pod: &Pod) -> Option<u32> {
@@ -154,7 +255,48 @@ impl State {
             node_used: FxHashMap::default(),
             pod_groups: None,
             ready: false,
+            members: FxHashMap::default(),
+            publisher: None,
+            released: 0,
+            candidates: CandidateCache::default(),
         }
+    }
+
+    /// Resolves a request's candidate names; `raw` is the `NodeNames` array as sent, when
+    /// there is one, to reuse the last resolution of the same list.
+    pub fn candidates<S: AsRef<str>>(&mut self, raw: Option<&str>, names: &[S]) -> Candidates {
+        let epoch = self.engine.cluster().names_epoch();
+        let cache = &mut self.candidates;
+        if let (Some(raw), Some(ids)) = (raw, &cache.ids)
+            && cache.epoch == epoch
+            && cache.raw == raw.as_bytes()
+        {
+            return Candidates { ids: ids.clone() };
+        }
+        let c = self.engine.cluster();
+        let ids: Arc<[Option<NodeId>]> = names.iter().map(|n| c.node_id(n.as_ref())).collect();
+        if let Some(raw) = raw {
+            cache.raw.clear();
+            cache.raw.extend_from_slice(raw.as_bytes());
+            cache.epoch = epoch;
+            cache.ids = Some(ids.clone());
+        }
+        Candidates { ids }
+    }
+
+    /// Where side effects decided outside a request go (the extender's publisher).
+    pub fn set_publisher(&mut self, publisher: Arc<dyn Publisher>) {
+        self.publisher = Some(publisher);
+    }
+
+    /// Sets what the engine holds at most and how long a stranded gang may hold its nodes.
+    pub fn set_limits(&mut self, limits: spinel_placement::HoldLimits) {
+        self.engine.set_limits(limits);
+    }
+
+    /// Gangs released whole (part bound where the rest could not join) since the start.
+    pub fn released_gangs(&self) -> u64 {
+        self.released
     }
 
     /// The settings.
@@ -211,13 +353,25 @@ impl State {
     /// `Err((resolvable, reason))` for pods that cannot be read now (a PodGroup not seen yet)
     /// or at all.
     fn gang_request(&self, pod: &Pod) -> Result<Option<IndexedRequest>, (bool, String)> {
-        let (labels, annotations, group) = pod_meta(pod);
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        match SchedMeta::of(pod, &self.config.parse.resource) {
+            None => Ok(None),
+            Some(meta) => self.request_of(&meta, namespace),
+        }
+    }
+
+    fn request_of(
+        &self,
+        meta: &SchedMeta,
+        namespace: &str,
+    ) -> Result<Option<IndexedRequest>, (bool, String)> {
+        let (labels, annotations) = (&meta.labels, &meta.annotations);
+        let group = meta.pod_group.as_deref();
         let resource = annotations
             .get(keys::RESOURCE)
             .map_or(self.config.parse.resource.as_str(), |r| r.trim());
-        let units = pod_units(pod, resource).map_err(|e| (false, e.to_string()))?;
+        let units = meta.units.clone().map_err(|e| (false, e))?;
         let requests = BTreeMap::from([(resource.to_owned(), units)]);
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
         let policy = match (group, &self.pod_groups) {
             (Some(g), Some(groups)) => match groups.get(&(namespace.to_owned(), g.to_owned())) {
                 Some(p) => Some(p),
@@ -257,49 +411,118 @@ impl State {
         Ok(Some((request, index)))
     }
 
-    /// The filter verb's decision for `pod`, and what to publish about it.
-    pub fn filter(&mut self, pod: &Pod, now_ms: u64) -> (FilterDecision, Publication) {
-        let request = match self.gang_request(pod) {
-            Ok(None) => return (FilterDecision::PassThrough, Publication::default()),
-            Ok(Some(r)) => r,
-            Err((true, reason)) => return self.reject(pod, true, "GangPending", reason),
-            Err((false, reason)) => return self.reject(pod, false, "GangInvalid", reason),
+    /// The watched pod a request names: same UID, namespace and name, not bound, not ending.
+    fn watched<'a>(&'a self, pod: &'a Pod) -> Option<(&'a PodRecord, &'a str)> {
+        let uid = uid(pod)?;
+        let record = self.pods.get(uid)?;
+        let (ns, name) = record.name.as_ref()?;
+        let same = pod.metadata.namespace.as_deref().unwrap_or("default") == ns
+            && pod.metadata.name.as_deref() == Some(name.as_str());
+        (record.seen && same && record.node.is_none() && !record.terminating)
+            .then_some((record, uid))
+    }
+
+    /// The filter verb's decision for `pod`, and what to publish about it. `candidates` are
+    /// the nodes kube-scheduler's own filters left (a gang is planned only on those); `None`
+    /// when they are not known (prioritize sees only the filter's survivors).
+    ///
+    /// A gang pod is decided only when the pod watch has shown a pod with the request's UID,
+    /// name and namespace, unbound; its request is read from what the watch showed, not from
+    /// the request body, so a request can neither invent a gang nor change one.
+    pub fn filter(
+        &mut self,
+        pod: &Pod,
+        candidates: Option<&Candidates>,
+        now_ms: u64,
+    ) -> (FilterDecision, Publication) {
+        let watched = self.watched(pod).map(|(r, uid)| {
+            let ns = r.name.as_ref().map_or("default", |(ns, _)| ns.as_str());
+            (r.meta.clone(), uid.to_owned(), ns.to_owned())
+        });
+        let (meta, uid, namespace) = match watched {
+            Some(w) => w,
+            None => {
+                return match self.gang_request(pod) {
+                    Ok(None) => (FilterDecision::PassThrough, Publication::default()),
+                    _ => (
+                        FilterDecision::NotSeen {
+                            reason: format!(
+                                "pod {}/{} (UID {}) is not a pending pod the API server shows; \
+                                 spinel-scheduler decides only for pods it watches",
+                                pod.metadata.namespace.as_deref().unwrap_or("default"),
+                                pod.metadata.name.as_deref().unwrap_or(""),
+                                uid(pod).unwrap_or("none")
+                            ),
+                        },
+                        Publication::default(),
+                    ),
+                };
+            }
+        };
+        let request = match meta.map(|m| self.request_of(&m, &namespace)) {
+            None | Some(Ok(None)) => {
+                return (FilterDecision::PassThrough, Publication::default());
+            }
+            Some(Ok(Some(r))) => r,
+            Some(Err((true, reason))) => return self.reject(&uid, true, "GangPending", reason),
+            Some(Err((false, reason))) => return self.reject(&uid, false, "GangInvalid", reason),
         };
         let (request, index) = request;
-        let Some(uid) = uid(pod) else {
-            return self.reject(pod, false, "GangInvalid", "the pod has no UID".to_owned());
-        };
-        self.remember_name(uid, pod);
         // Known as the gang's before any outcome, so its deletion always reaches the engine.
-        self.pods.entry(uid.to_owned()).or_default().gang = Some(request.gang.clone());
-        match self.engine.assign(&request, uid, index, now_ms) {
-            Ok(a) => self.only(&request.gang, uid, a),
+        self.pods.entry(uid.clone()).or_default().gang = Some(request.gang.clone());
+        self.take_back_running(&request, &uid);
+        let feasible = candidates
+            .map(|c| Feasible::from_ids(self.engine.cluster(), c.ids.iter().flatten().copied()));
+        match self
+            .engine
+            .assign(&request, &uid, index, now_ms, feasible.as_ref())
+        {
+            Ok(a) => self.only(&request.gang, &uid, a),
             Err(AssignError::Plan(PlanError::Pending { gang, why })) => self.reject(
-                pod,
+                &uid,
                 true,
                 "GangPending",
                 format!("gang {gang} is waiting: {}", why.message),
             ),
-            Err(e) => self.reject(pod, false, "GangUnschedulable", e.to_string()),
+            Err(e @ AssignError::OverLimit { .. }) => {
+                let (_, publication) = self.reject(&uid, true, "GangPending", e.to_string());
+                (
+                    FilterDecision::OverLimit {
+                        reason: e.to_string(),
+                    },
+                    publication,
+                )
+            }
+            Err(e @ AssignError::Repair { .. }) => {
+                self.reject(&uid, true, "GangPending", e.to_string())
+            }
+            Err(e) => self.reject(&uid, false, "GangUnschedulable", e.to_string()),
         }
     }
 
-    /// kube-scheduler's filters dropped the node planned for `pod`: plan its rank elsewhere.
-    pub fn refuse(&mut self, pod: &Pod, now_ms: u64) -> (FilterDecision, Publication) {
-        let Some(uid) = uid(pod) else {
-            return self.reject(pod, false, "GangInvalid", "the pod has no UID".to_owned());
+    /// When the engine holds nothing for the gang (all its pods had bound, then one went
+    /// away), its running pods are taken back at their published ranks, so the new pod joins
+    /// them instead of the gang being planned from scratch.
+    fn take_back_running(&mut self, request: &GangRequest, asking: &str) {
+        if self.engine.holds(&request.gang) {
+            return;
+        }
+        let Some(members) = self.members.get(&request.gang) else {
+            return;
         };
-        let Some(gang) = self.gang_of(uid) else {
-            return self.reject(
-                pod,
-                true,
-                "GangPending",
-                "the pod's gang is unknown".to_owned(),
-            );
-        };
-        match self.engine.refuse(&gang, uid, now_ms) {
-            Ok(a) => self.only(&gang, uid, a),
-            Err(e) => self.reject(pod, true, "GangPending", e.to_string()),
+        let running: Vec<(String, u32, String)> = members
+            .iter()
+            .filter(|u| u.as_str() != asking)
+            .filter_map(|u| {
+                let r = self.pods.get(u)?;
+                (!r.terminating).then_some(())?;
+                Some((u.clone(), r.rank?, r.node.clone()?))
+            })
+            .collect();
+        for (uid, rank, node) in running {
+            if let Err(e) = self.engine.adopt(request, &uid, rank, &node) {
+                tracing::warn!(gang = %request.gang, error = %e, "cannot take back a running gang pod");
+            }
         }
     }
 
@@ -334,15 +557,15 @@ impl State {
 
     fn reject(
         &mut self,
-        pod: &Pod,
+        uid: &str,
         resolvable: bool,
         reason: &str,
         message: String,
     ) -> (FilterDecision, Publication) {
         let mut publication = Publication::default();
-        let key = uid(pod).unwrap_or("").to_owned();
-        let record = self.pods.entry(key).or_default();
-        if record.last_reason.as_deref() != Some(message.as_str()) {
+        if let Some(record) = self.pods.get_mut(uid)
+            && record.last_reason.as_deref() != Some(message.as_str())
+        {
             record.last_reason = Some(message.clone());
             publication.event = Some((reason.to_owned(), message.clone()));
         }
@@ -413,11 +636,7 @@ impl State {
 
     /// For a pod outside any gang that needs the scheduled resource: which candidates have too
     /// few units left once gang reservations are held (`None`: every candidate is fine).
-    pub fn blocked_by_reservations<S: AsRef<str>>(
-        &self,
-        pod: &Pod,
-        candidates: &[S],
-    ) -> Option<Vec<bool>> {
+    pub fn blocked_by_reservations(&self, pod: &Pod, candidates: &Candidates) -> Option<Vec<bool>> {
         let units = pod_units(pod, &self.config.parse.resource).ok()?;
         let units = u32::try_from(units).unwrap_or(u32::MAX);
         if units == 0 || self.engine.gang_ids().next().is_none() {
@@ -425,42 +644,39 @@ impl State {
         }
         let c = self.engine.cluster();
         let mask: Vec<bool> = candidates
+            .ids
             .iter()
-            .map(|name| {
-                c.node_id(name.as_ref())
-                    .is_some_and(|id| c.reserved(id) > 0 && c.free(id) < units)
-            })
+            .map(|id| id.is_some_and(|id| c.reserved(id) > 0 && c.free(id) < units))
             .collect();
         mask.contains(&true).then_some(mask)
     }
 
     /// Scores for the prioritize verb, 0..=10, one per candidate.
-    pub fn prioritize<S: AsRef<str>>(
-        &mut self,
-        pod: &Pod,
-        candidates: &[S],
-        now_ms: u64,
-    ) -> Vec<i64> {
-        if let (FilterDecision::Only { node, .. }, _) = self.filter(pod, now_ms) {
+    pub fn prioritize(&mut self, pod: &Pod, candidates: &Candidates, now_ms: u64) -> Vec<i64> {
+        if let (FilterDecision::Only { node, .. }, _) = self.filter(pod, None, now_ms) {
+            let planned = self.engine.cluster().node_id(&node);
             return candidates
+                .ids
                 .iter()
-                .map(|c| if c.as_ref() == node { 10 } else { 0 })
+                .map(|c| if c.is_some() && *c == planned { 10 } else { 0 })
                 .collect();
         }
         if !self.config.binpack_non_gang {
-            return vec![0; candidates.len()];
+            return vec![0; candidates.ids.len()];
         }
         let c = self.engine.cluster();
-        // One score per leaf, however many of its nodes are candidates.
-        let mut by_leaf: FxHashMap<u32, i64> = FxHashMap::default();
+        // One score per leaf, however many of its nodes are candidates (domain ids are dense).
+        let mut by_leaf: Vec<Option<i64>> = vec![None; c.domain_count()];
         candidates
+            .ids
             .iter()
-            .map(|name| {
-                let Some(id) = c.node_id(name.as_ref()) else {
+            .map(|id| {
+                let Some(id) = *id else {
                     return 0;
                 };
                 let leaf = c.ancestor(id, 1);
-                *by_leaf.entry(leaf.0).or_insert_with(|| {
+                let slot = &mut by_leaf[leaf.0 as usize];
+                *slot.get_or_insert_with(|| {
                     let alloc = c.domain_allocatable_units(leaf);
                     if alloc == 0 {
                         return 0;
@@ -536,10 +752,32 @@ impl State {
         if let (Some(g), true) = (&gang, terminal) {
             self.engine.pod_gone(g, &uid);
         }
+        if let Some(g) = &gang {
+            self.members
+                .entry(g.clone())
+                .or_default()
+                .insert(uid.clone());
+        }
+        let waiting = node.is_none() && !terminal && pod.metadata.deletion_timestamp.is_none();
+        let meta = waiting
+            .then(|| SchedMeta::of(pod, &self.config.parse.resource).map(Box::new))
+            .flatten();
         let record = self.pods.entry(uid).or_default();
         record.node = node;
         record.units = units;
         record.gang = gang.or(record.gang.take());
+        record.seen = true;
+        record.terminating =
+            record.terminating || terminal || pod.metadata.deletion_timestamp.is_some();
+        record.rank = published_rank(pod);
+        record.meta = meta;
+        record.name = Some((
+            pod.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_owned()),
+            pod.metadata.name.clone().unwrap_or_default(),
+        ));
     }
 
     /// Takes back the plans a previous scheduler published (after a restart or a change of
@@ -616,6 +854,12 @@ impl State {
             }
             if let Some(g) = &old.gang {
                 self.engine.pod_gone(g, uid);
+                if let Some(m) = self.members.get_mut(g) {
+                    m.remove(uid);
+                    if m.is_empty() {
+                        self.members.remove(g);
+                    }
+                }
             }
         }
     }
@@ -627,8 +871,41 @@ impl State {
         }
     }
 
-    /// Releases reservations of gangs that stalled; returns them.
+    /// Releases reservations of gangs that stalled; returns them. Gangs stranded past their
+    /// grace (part bound, the rest unable to join) are released whole: an Event on each of
+    /// their pods says why, and their bound pods are evicted so the gang is planned again.
     pub fn expire(&mut self, now_ms: u64) -> Vec<GangId> {
-        self.engine.expire(now_ms)
+        let expired = self.engine.expire(now_ms);
+        for released in self.engine.release_stranded(now_ms) {
+            self.publish_release(&released);
+        }
+        expired
+    }
+
+    fn publish_release(&mut self, released: &Released) {
+        self.released += 1;
+        tracing::warn!(gang = %released.gang, reason = %released.reason, "gang released");
+        let mut targets = Vec::new();
+        for uid in released.bound_pods.iter().chain(&released.waiting_pods) {
+            let Some(record) = self.pods.get_mut(uid) else {
+                continue;
+            };
+            let evict = released.bound_pods.contains(uid);
+            // Not taken back as a running member while its eviction is under way.
+            record.terminating |= evict;
+            record.last_reason = Some(released.reason.clone());
+            if let Some((ns, name)) = record.name.clone() {
+                targets.push((ns, name, uid.clone(), evict));
+            }
+        }
+        let Some(publisher) = &self.publisher else {
+            return;
+        };
+        for (ns, name, uid, evict) in targets {
+            publisher.event(&ns, &name, "GangReleased", &released.reason);
+            if evict {
+                publisher.evict(&ns, &name, &uid);
+            }
+        }
     }
 }

@@ -13,7 +13,9 @@ use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use kube::Client;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams, PostParams, Preconditions,
+};
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event as WatchEvent};
@@ -256,6 +258,26 @@ impl Publisher for KubePublisher {
         tokio::spawn(async move {
             if let Err(e) = recorder.publish(&event, &reference).await {
                 tracing::warn!(error = %e, "recording an event failed");
+            }
+        });
+    }
+
+    fn evict(&self, namespace: &str, pod: &str, uid: &str) {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let (ns, name) = (namespace.to_owned(), pod.to_owned());
+        let params = EvictParams {
+            delete_options: Some(DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: Some(uid.to_owned()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            }),
+            ..EvictParams::default()
+        };
+        tokio::spawn(async move {
+            if let Err(e) = api.evict(&name, &params).await {
+                tracing::warn!(pod = %format!("{ns}/{name}"), error = %e, "evicting failed");
             }
         });
     }

@@ -49,11 +49,35 @@ fn starts_serves_and_stops_on_sigterm() {
         assert!(Instant::now() < deadline, "not ready in 20 s");
         std::thread::sleep(Duration::from_millis(50));
     }
+    let body = std::fs::read(fixture("requests/filter-plain-pod-names.json")).unwrap();
+    let (status, reply) = http(&addr, "POST", "/filter", &body).unwrap();
+    assert_eq!(status, 200, "{reply}");
+    let v: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    let asked: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        v["NodeNames"], asked["NodeNames"],
+        "a plain pod passes through"
+    );
+    // With a node file there is no pod watch: a gang pod is never seen, so nothing is decided
+    // or held for it.
     let body = std::fs::read(fixture("requests/filter-gang-rank0-names.json")).unwrap();
     let (status, reply) = http(&addr, "POST", "/filter", &body).unwrap();
     assert_eq!(status, 200, "{reply}");
     let v: serde_json::Value = serde_json::from_str(&reply).unwrap();
-    assert_eq!(v["NodeNames"].as_array().unwrap().len(), 1);
+    assert_eq!(v["NodeNames"], serde_json::json!([]), "{reply}");
+    let reason = v["FailedNodes"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap();
+    assert!(
+        reason
+            .as_str()
+            .unwrap()
+            .contains("not a pending pod the API server shows"),
+        "{reason}"
+    );
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

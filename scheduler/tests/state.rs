@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::{Value, json};
-use spinel_scheduler::state::{Config, FilterDecision, State};
+use spinel_scheduler::state::{Config, FilterDecision, Publication, State};
 
 fn nodes() -> Vec<Node> {
     let text = std::fs::read_to_string(concat!(
@@ -34,6 +34,13 @@ fn gang_pod(rank: u32, node: Option<&str>) -> Pod {
     .unwrap()
 }
 
+/// The filter decision for `pod` once the pod watch has shown it (the state decides only for
+/// pods it watches), without kube-scheduler's candidates.
+fn seen(s: &mut State, pod: &Pod, now: u64) -> (FilterDecision, Publication) {
+    s.apply_pod(pod, now);
+    s.filter(pod, None, now)
+}
+
 fn totals(s: &State) -> (u32, u32) {
     let c = s.engine().cluster();
     c.node_ids()
@@ -49,7 +56,7 @@ fn binding_turns_reservations_into_usage_and_deletion_frees_it() {
     }
     let mut planned = Vec::new();
     for r in 0..2 {
-        let (d, _) = s.filter(&gang_pod(r, None), 0);
+        let (d, _) = seen(&mut s, &gang_pod(r, None), 0);
         let FilterDecision::Only { node, .. } = d else {
             panic!("{d:?}")
         };
@@ -71,7 +78,7 @@ fn a_node_degrading_under_a_reservation_loses_it() {
     for n in &all {
         s.apply_node(n, 0);
     }
-    let (d, _) = s.filter(&gang_pod(0, None), 0);
+    let (d, _) = seen(&mut s, &gang_pod(0, None), 0);
     let FilterDecision::Only { node, .. } = d else {
         panic!("{d:?}")
     };
@@ -87,7 +94,7 @@ fn a_node_degrading_under_a_reservation_loses_it() {
         .unwrap(),
     ]);
     s.apply_node(&degraded, 5);
-    let (d, _) = s.filter(&gang_pod(0, None), 6);
+    let (d, _) = seen(&mut s, &gang_pod(0, None), 6);
     let FilterDecision::Only { node: moved, .. } = d else {
         panic!("{d:?}")
     };
@@ -109,7 +116,7 @@ fn after_a_restart_running_ranks_are_kept_and_the_rest_join_them() {
         .get_or_insert_with(Default::default)
         .insert("sched.spinel.dev/rank".to_owned(), "0".to_owned());
     s.apply_pod(&running, 0);
-    let (d, _) = s.filter(&gang_pod(1, None), 1);
+    let (d, _) = seen(&mut s, &gang_pod(1, None), 1);
     let FilterDecision::Only { node, rank, .. } = d else {
         panic!("{d:?}")
     };
@@ -152,7 +159,7 @@ fn a_new_leader_takes_back_the_published_plan() {
     let mut planned = Vec::new();
     let mut rank0 = None;
     for r in 0..4 {
-        let (d, p) = old.filter(&four_pod_pod(r, None), 0);
+        let (d, p) = seen(&mut old, &four_pod_pod(r, None), 0);
         let FilterDecision::Only { node, .. } = d else {
             panic!("{d:?}")
         };
@@ -192,13 +199,13 @@ fn a_new_leader_takes_back_the_published_plan() {
         "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
     }))
     .unwrap();
-    let (d, _) = new.filter(&other, 1);
+    let (d, _) = seen(&mut new, &other, 1);
     let FilterDecision::Only { node, .. } = d else {
         panic!("{d:?}")
     };
     assert!(!planned.contains(&node), "{node} promised twice");
     for r in 2..4 {
-        let (d, _) = new.filter(&pods[r], 2);
+        let (d, _) = seen(&mut new, &pods[r], 2);
         assert!(
             matches!(&d, FilterDecision::Only { node, rank, .. } if *node == planned[r] && *rank == r as u32),
             "{d:?}"
@@ -212,14 +219,20 @@ fn rank_zero_gets_the_list_again_when_a_rank_moves() {
     for n in nodes() {
         s.apply_node(&n, 0);
     }
-    let (_, first) = s.filter(&gang_pod(0, None), 0);
+    let (_, first) = seen(&mut s, &gang_pod(0, None), 0);
     let before = first.annotations["sched.spinel.dev/rank-nodes"].clone();
     // kube-scheduler's own filters drop rank 1's planned node: it is placed again.
-    let (d, _) = s.filter(&gang_pod(1, None), 1);
+    let (d, _) = seen(&mut s, &gang_pod(1, None), 1);
     let FilterDecision::Only { node: dropped, .. } = d else {
         panic!("{d:?}")
     };
-    let (d, p) = s.refuse(&gang_pod(1, None), 2);
+    let without: Vec<String> = nodes()
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .filter(|n| *n != dropped)
+        .collect();
+    let without = s.candidates(None, &without);
+    let (d, p) = s.filter(&gang_pod(1, None), Some(&without), 2);
     let FilterDecision::Only { node: moved, .. } = d else {
         panic!("{d:?}")
     };
@@ -234,7 +247,7 @@ fn rank_zero_gets_the_list_again_when_a_rank_moves() {
     assert_ne!(after, &before);
     assert_eq!(after.split(',').nth(1), Some(moved.as_str()));
     // Nothing moved since: asking about rank 1 again republishes nothing on rank 0.
-    let (_, p) = s.filter(&gang_pod(1, None), 3);
+    let (_, p) = seen(&mut s, &gang_pod(1, None), 3);
     assert!(p.others.is_empty(), "{p:?}");
 }
 
@@ -253,14 +266,14 @@ fn a_pod_naming_an_upstream_pod_group_gets_its_size_from_it() {
         .unwrap()
     };
     // The API is not watched: the pod must carry its size.
-    let (d, _) = s.filter(&pod(0), 0);
+    let (d, _) = seen(&mut s, &pod(0), 0);
     assert!(
         matches!(&d, FilterDecision::Reject { resolvable: false, reason } if reason.contains("gang-size")),
         "{d:?}"
     );
     // Watched but not seen yet: the pod waits for it.
     s.watch_pod_groups();
-    let (d, _) = s.filter(&pod(0), 1);
+    let (d, _) = seen(&mut s, &pod(0), 1);
     assert!(
         matches!(&d, FilterDecision::Reject { resolvable: true, reason } if reason.contains("waiting to see PodGroup ml/pg")),
         "{d:?}"
@@ -274,7 +287,7 @@ fn a_pod_naming_an_upstream_pod_group_gets_its_size_from_it() {
     s.apply_pod_group(&group);
     let mut leaves = Vec::new();
     for i in 0..2 {
-        let (d, _) = s.filter(&pod(i), 2);
+        let (d, _) = seen(&mut s, &pod(i), 2);
         let FilterDecision::Only { node, .. } = d else {
             panic!("{d:?}")
         };
@@ -286,7 +299,7 @@ fn a_pod_naming_an_upstream_pod_group_gets_its_size_from_it() {
     );
     assert_eq!(s.engine().stats().reserved_ranks, 2, "a gang of minCount 2");
     s.delete_pod_group("ml", "pg");
-    let (d, _) = s.filter(&pod(9), 3);
+    let (d, _) = seen(&mut s, &pod(9), 3);
     assert!(
         matches!(
             d,
@@ -297,4 +310,25 @@ fn a_pod_naming_an_upstream_pod_group_gets_its_size_from_it() {
         ),
         "{d:?}"
     );
+}
+
+// The candidate list kube-scheduler repeats is resolved once; a node added or removed (names
+// may then map to other ids) resolves it again.
+#[test]
+fn a_repeated_candidate_list_is_resolved_once_until_the_nodes_change() {
+    let mut s = State::new(Config::default());
+    let all = nodes();
+    for n in &all[1..] {
+        s.apply_node(n, 0);
+    }
+    let names: Vec<String> = all.iter().filter_map(|n| n.metadata.name.clone()).collect();
+    let raw = serde_json::to_string(&names).unwrap();
+    let a = s.candidates(Some(&raw), &names);
+    let b = s.candidates(Some(&raw), &names);
+    assert!(std::ptr::eq(a.ids(), b.ids()), "resolved again");
+    assert_eq!(a.ids()[0], None, "{} is not in the view yet", names[0]);
+    s.apply_node(&all[0], 1);
+    let c = s.candidates(Some(&raw), &names);
+    assert!(c.ids()[0].is_some());
+    assert_eq!(c.ids()[1..], a.ids()[1..]);
 }

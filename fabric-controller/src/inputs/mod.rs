@@ -8,6 +8,7 @@ pub mod switches;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use spinel_api::crd::MAX_CARRY_OVER;
 use topo_discovery::fabric::RailKey;
 use topo_discovery::fabric::live::{Change, HostReport};
 
@@ -69,10 +70,10 @@ impl Inputs {
     }
 
     /// [`Self::upsert_node`] at `now`. A restarted agent hears its leaves one LLDPDU at a time:
-    /// a report of a new agent run that shows fewer neighbours than the last one is held until
-    /// the last one's neighbours would have aged out (their longest TTL after the run's first
-    /// report, by this controller's clock), or until the run shows as many again, so a
-    /// restart never strips a node's labels.
+    /// a report of a new agent run that shows fewer neighbours than the last run's is held
+    /// until the last one's neighbours would have aged out (their longest TTL after the run's
+    /// first report, by this controller's clock, at most [`MAX_CARRY_OVER`]), or until the run shows
+    /// as many again, so a restart never strips a node's labels.
     pub fn upsert_node_at(&mut self, name: String, report: NodeReport, now: Instant) -> bool {
         if let Some(last) = self.reports.get(&name) {
             if last.same_version(&report) {
@@ -86,8 +87,12 @@ impl Inputs {
             if run.0 != report.run {
                 *run = (report.run.clone(), now);
             }
-            let fresh_run = report.run.is_some() && last.run != report.run;
-            let until = run.1 + Duration::from_secs(u64::from(last.max_ttl));
+            // Only a report of a known agent run is held over: one without (a forged or
+            // hand-written report) has no leaves to wait for, and its TTLs are not believed
+            // past what lldpd itself announces.
+            let fresh_run = report.run.is_some() && last.run.is_some() && last.run != report.run;
+            let ttl = u64::from(last.max_ttl).min(MAX_CARRY_OVER.as_secs());
+            let until = run.1 + Duration::from_secs(ttl);
             if fresh_run && report.neighbours < last.neighbours && now < until {
                 tracing::info!(
                     node = %name,
@@ -340,6 +345,29 @@ mod tests {
         assert!(inputs.release_held(t2 + Duration::from_secs(120)));
         assert_eq!(hosts(&inputs.take_changes()).len(), 1);
         assert_eq!(inputs.reports()["h1"].generation, 6);
+    }
+
+    /// A report no agent run published (a compromised node's, written by hand) is never held
+    /// over when the real agent comes back; and no claimed TTL holds longer than lldpd's own.
+    #[test]
+    fn a_forged_report_holds_nothing_and_ttls_are_capped() {
+        let t0 = Instant::now();
+        let with =
+            |generation: i64, run: Option<&str>, neighbours: usize, max_ttl: u16| NodeReport {
+                run: run.map(str::to_owned),
+                neighbours,
+                max_ttl,
+                ..report("u1", generation, &["a", "b"])
+            };
+        let mut inputs = Inputs::new(RailKey::NicName);
+        // The forged report (33 junk neighbours), then the real agent's: believed at once.
+        assert!(inputs.upsert_node_at("h1".into(), with(1, None, 33, 120), t0));
+        assert!(inputs.upsert_node_at("h1".into(), with(2, Some("run1"), 2, 120), t0));
+        // A run whose neighbours claimed TTLs of 18 hours is held for two minutes at most.
+        assert!(inputs.upsert_node_at("h1".into(), with(3, Some("run1"), 2, 65535), t0));
+        assert!(!inputs.upsert_node_at("h1".into(), with(4, Some("run2"), 1, 120), t0));
+        assert_eq!(inputs.held_until(), Some(t0 + MAX_CARRY_OVER));
+        assert!(inputs.release_held(t0 + MAX_CARRY_OVER));
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub struct NodeReport {
     pub nics: Vec<String>,
     /// The neighbour table, or why it cannot be used.
     pub table: Result<HostTable, String>,
-    /// The agent run that published it (`spec.listeningSince`), when the agent says.
+    /// The agent run that published it (its listening-since annotation), when it says.
     pub run: Option<String>,
     /// Neighbours in the table.
     pub neighbours: usize,
@@ -57,7 +57,12 @@ impl NodeReport {
             generation: nf.metadata.generation.unwrap_or(0),
             nics,
             table,
-            run: nf.spec.listening_since.clone(),
+            run: nf
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(spinel_api::crd::LISTENING_SINCE_ANNOTATION))
+                .cloned(),
             neighbours,
             max_ttl,
         };

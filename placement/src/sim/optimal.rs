@@ -79,6 +79,8 @@ struct Search<'a> {
     best: Option<(u32, u32, Vec<usize>)>,
     steps: u64,
     max_steps: u64,
+    /// A proven floor: a complete map reaching it ends the search (nothing can beat it).
+    floor: Option<(u32, u32)>,
 }
 
 impl Search<'_> {
@@ -161,6 +163,9 @@ impl Search<'_> {
         }
         if slot == self.assign.len() {
             self.best = Some((max, total, self.assign.clone()));
+            if self.floor.is_some_and(|f| (max, total) <= f) {
+                self.steps = self.max_steps.saturating_add(1);
+            }
             return;
         }
         for l in self.candidates(slot) {
@@ -199,6 +204,17 @@ fn leaves(cluster: &Cluster, slot_units: u32) -> Vec<Leaf> {
 /// The placement of `request` with the smallest (largest group spread, total group spread), or
 /// `None` when nothing fits or the case is beyond `limits`.
 pub fn solve(cluster: &Cluster, request: &GangRequest, limits: Limits) -> Option<Optimum> {
+    solve_down_to(cluster, request, limits, None)
+}
+
+/// [`solve`], ending as soon as a placement reaches `floor` (a proven floor, see
+/// [`crate::floor`]): no placement can be better, so the search is still exhaustive.
+pub fn solve_down_to(
+    cluster: &Cluster,
+    request: &GangRequest,
+    limits: Limits,
+    floor: Option<(u32, u32)>,
+) -> Option<Optimum> {
     let per_slot = slot_pods(request).max(1);
     let slot_units = per_slot.saturating_mul(request.per_pod);
     let slots = (request.size / per_slot) as usize;
@@ -232,9 +248,11 @@ pub fn solve(cluster: &Cluster, request: &GangRequest, limits: Limits) -> Option
         best: None,
         steps: 0,
         max_steps: limits.max_steps,
+        floor,
     };
     s.dfs(0);
-    if s.steps > limits.max_steps {
+    let reached_floor = floor.is_some_and(|f| s.best.as_ref().is_some_and(|b| (b.0, b.1) <= f));
+    if s.steps > limits.max_steps && !reached_floor {
         return None;
     }
     let (max, total, assign) = s.best?;

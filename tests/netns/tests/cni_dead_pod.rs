@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use hostnet::netns::NetNs;
 use serde_json::json;
 use spinel_netns_tests::SimNode;
-use spinel_netns_tests::cni::CniCall;
+use spinel_netns_tests::cni::{CniCall, CniOutput};
 
 /// The runtime's view after a device plugin or an operator took the VF from its kernel driver
 /// while the pod ran: the netdev is destroyed (the macvlan stand-in deleted in the pod), and
@@ -49,6 +49,27 @@ fn wait_for_announce_helpers() {
     }
 }
 
+/// DEL as a runtime sends it: again while spinel answers "kept for a retry". The kernel tears
+/// a namespace down asynchronously (a workqueue after the last reference), so its id can
+/// outlive `ip netns delete` by a moment; until it goes, the namespace may still be alive.
+fn del_until_released(node: &SimNode, call: &CniCall, conf: &serde_json::Value) -> CniOutput {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = node.spinel(&call.with_command("DEL"), conf);
+        if out.ok() {
+            return out;
+        }
+        let msg = out.expect_code(11, "DEL before the namespace is gone");
+        assert!(msg.contains("kept for a retry"), "{msg}");
+        assert!(
+            Instant::now() < deadline,
+            "DEL never succeeded: {}",
+            out.stdout
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn dead_pod_with_vf_off_its_driver(test: &str, driver: Option<&str>) {
     let node = SimNode::new(test, 1);
     let netns = node.pod("p");
@@ -60,8 +81,7 @@ fn dead_pod_with_vf_off_its_driver(test: &str, driver: Option<&str>) {
     node.sb.delete_netns("p");
     wait_for_announce_helpers();
 
-    let out = node.spinel(&call.with_command("DEL"), &conf);
-    out.expect_ok("DEL of a dead pod whose VF has no netdev");
+    let out = del_until_released(&node, &call, &conf);
     assert!(
         out.stderr.contains("its pod's namespace is dead"),
         "the release is logged as a warning: {}",
@@ -115,19 +135,7 @@ fn a_pod_namespace_held_where_no_path_reaches_keeps_its_vf_and_address() {
     assert!(!node.journal_entries().is_empty(), "the record stays");
 
     drop(holder);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let out = node.spinel(&call.with_command("DEL"), &conf);
-        if out.ok() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "DEL never succeeded: {}",
-            out.stdout
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    del_until_released(&node, &call, &conf);
     assert!(node.journal_entries().is_empty());
     assert!(node.leased_ips().is_empty());
 }

@@ -27,7 +27,7 @@ use spinel_netns_tests::cluster::{
 use spinel_netns_tests::k8s::{
     ControlPlane, ControlPlaneOptions, client_with_token, service_account_token,
 };
-use spinel_netns_tests::live_fabric::{LiveFabric, NICS, spinelctl};
+use spinel_netns_tests::live_fabric::{self, LiveFabric, NICS, spinelctl};
 
 const PREFIX: &str = "fabric.spinel.dev/";
 /// Three hosts per leaf group (a swapped pair of cables is told from the majority): h1-h3 in
@@ -615,6 +615,232 @@ async fn rolling_restarts_change_nothing(w: &mut World) {
     );
 }
 
+/// A leaf's LLDPDU as a report lists it: `chassis` named `name`, on its port `port`.
+fn leaf_neighbor(chassis: &str, name: &str, port: &str) -> Value {
+    json!({
+        "chassis_id": {"subtype": "mac_address", "value": chassis},
+        "port_id": {"subtype": "interface_name", "value": port},
+        "ttl": 120,
+        "system_name": name,
+        "capabilities": {"supported": ["bridge", "router"], "enabled": ["bridge", "router"]},
+    })
+}
+
+/// A report of h1 with `nics` and `ports` (`[(nic, [neighbour])]`), as a compromised agent
+/// would publish it with h1's own token.
+fn forged_report(nics: &[String], ports: Vec<(String, Vec<Value>)>) -> Value {
+    json!({
+        "apiVersion": "fabric.spinel.dev/v1alpha1",
+        "kind": "NodeFabric",
+        "metadata": {"name": "h1"},
+        "spec": {
+            "nodeName": "h1",
+            "agentVersion": "0.1.0",
+            "nics": nics.iter().map(|n| json!({"name": n, "mtu": 9000, "carrier": true})).collect::<Vec<_>>(),
+            "lldp": {
+                "schema": "spinel.dev/neighbors/v1",
+                "observer": {"name": "h1", "role": "host"},
+                "ports": ports.into_iter().map(|(p, n)| json!({"port": p, "neighbors": n})).collect::<Vec<_>>(),
+            },
+        },
+    })
+}
+
+/// 3a. One lying node bends nothing for the others: with h1's own token (a compromised agent
+///     pod has it), h1 publishes the reports found against the live controller: a fake first
+///     leaf plus a third NIC on another group's leaf; 40 NICs each seeing leaf1's chassis
+///     under another name; an observer chassis equal to a leaf's; a junk flood (refused by
+///     the schema past 32 a port, the most the schema allows otherwise). Every other node's
+///     labels stay what they were; h1 is reported as disputed or unusable; its agent then puts
+///     its true report back (a report no agent run wrote is neither carried over by the agent
+///     nor held by the controller), and everything is as before.
+async fn a_lying_node_bends_nothing(w: &mut World, first: &Value) -> Value {
+    let h1 = client_with_token(w.cp.server(), w.cp.ca_file(), &w.tokens["h1"]);
+    let api = nodefabrics(&h1);
+    let health_before =
+        nodefabrics(&w.admin).get("h1").await.unwrap().data["spec"]["health"].clone();
+    let agent = w.agents.get_mut("h1").unwrap();
+    assert!(agent.terminate().success(), "{}", agent.log_text());
+    let nics: Vec<String> = NICS.iter().map(|n| (*n).to_owned()).collect();
+    let leaf = |k: usize, port: &str| {
+        leaf_neighbor(&live_fabric::leaf_chassis(k), &format!("leaf{k}"), port)
+    };
+    let mut attacks: Vec<(&str, Value)> = Vec::new();
+    let mut three = nics.clone();
+    three.push("ens2f0np0".into());
+    attacks.push((
+        "a fake first leaf and a third NIC on the other group's leaf",
+        forged_report(
+            &three,
+            vec![
+                (
+                    nics[0].clone(),
+                    vec![leaf_neighbor("0e:00:00:00:00:01", "leaf0", "swp1")],
+                ),
+                (nics[1].clone(), vec![leaf(2, "swp1")]),
+                (three[2].clone(), vec![leaf(3, "swp9")]),
+            ],
+        ),
+    ));
+    let forty: Vec<String> = (0..40).map(|i| format!("evil{i}")).collect();
+    attacks.push((
+        "40 NICs naming leaf1 evil",
+        forged_report(
+            &forty,
+            forty
+                .iter()
+                .map(|n| {
+                    (
+                        n.clone(),
+                        vec![leaf_neighbor(&live_fabric::leaf_chassis(1), "evil", "swp1")],
+                    )
+                })
+                .collect(),
+        ),
+    ));
+    let mut spoof = forged_report(
+        &nics,
+        vec![
+            (nics[0].clone(), vec![leaf(1, "swp1")]),
+            (nics[1].clone(), vec![leaf(2, "swp1")]),
+        ],
+    );
+    spoof["spec"]["lldp"]["observer"]["chassis_id"] =
+        json!({"subtype": "mac_address", "value": live_fabric::leaf_chassis(3)});
+    attacks.push(("an observer chassis equal to leaf3's", spoof));
+    let junk: Vec<Value> = (0..32)
+        .map(|i| {
+            leaf_neighbor(
+                &format!("0e:00:00:00:{:02x}:{:02x}", i / 256, i % 256),
+                &format!("junk{i}"),
+                "swp1",
+            )
+        })
+        .collect();
+    attacks.push((
+        "32 junk neighbours on NIC0",
+        forged_report(
+            &nics,
+            vec![
+                (nics[0].clone(), junk),
+                (nics[1].clone(), vec![leaf(2, "swp1")]),
+            ],
+        ),
+    ));
+    let others = |p: &Value| -> Value {
+        let mut l = p["labels"].clone();
+        if let Some(m) = l.as_object_mut() {
+            m.remove("h1");
+        }
+        l
+    };
+    for (what, report) in attacks {
+        api.patch(
+            "h1",
+            &PatchParams::apply("spinel-agent").force(),
+            &Patch::Apply(&report),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{what}: h1's token cannot publish its own report: {e}"));
+        // The controller has taken it in when h1's status has caught up with its spec.
+        let admin = nodefabrics(&w.admin);
+        eventually(what, Duration::from_secs(20), || async {
+            let nf = admin.get("h1").await.map_err(|e| e.to_string())?;
+            let generation = nf.metadata.generation.unwrap_or(0);
+            let observed = nf.data["status"]["observedGeneration"]
+                .as_i64()
+                .unwrap_or(0);
+            if observed >= generation {
+                Ok(())
+            } else {
+                Err(format!(
+                    "h1's report {generation} not taken in yet ({observed})"
+                ))
+            }
+        })
+        .await;
+        // Whatever the controller made of it has reached the Nodes by now, or never will.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let now = w.published().await;
+        assert_eq!(
+            others(&now),
+            others(first),
+            "{what}: another node's labels changed"
+        );
+        // The lie is a finding against h1 (disputed, or what it claims about its own cables),
+        // or its report is unusable: never silence.
+        let findings = now["statuses"]["h1"]["findings"]
+            .as_array()
+            .map_or(0, Vec::len);
+        let unusable = now["fabric"]["unusableReports"]
+            .get("NodeFabric/h1")
+            .is_some();
+        assert!(
+            findings > 0 || unusable,
+            "{what}: nothing says h1's report is in doubt: {} {}",
+            now["statuses"]["h1"],
+            now["fabric"]["unusableReports"]
+        );
+    }
+    // Past the schema's bounds the API server refuses the report outright.
+    let flood: Vec<Value> = (0..4000)
+        .map(|i| {
+            leaf_neighbor(
+                &format!("0e:00:00:{:02x}:{:02x}:00", i / 256, i % 256),
+                "junk",
+                "swp1",
+            )
+        })
+        .collect();
+    let refused = api
+        .patch(
+            "h1",
+            &PatchParams::apply("spinel-agent").force(),
+            &Patch::Apply(&forged_report(&nics, vec![(nics[0].clone(), flood)])),
+        )
+        .await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(s)) if s.code == 422),
+        "a 4,000-neighbour report: {refused:?}"
+    );
+    let agent = w.agents.get_mut("h1").unwrap();
+    agent.start_again();
+    // Everything as before, but h1's report is a later generation: the new baseline, once
+    // h1's agent has also found its health again (the lies' health was not carried over) and
+    // the controller has seen that.
+    let same = |p: &Value| {
+        let mut p = p.clone();
+        p["statuses"]["h1"]["observedGeneration"] =
+            first["statuses"]["h1"]["observedGeneration"].clone();
+        &p == first
+    };
+    converged_where(w, "h1's true report back", Duration::from_secs(40), same).await;
+    let admin = nodefabrics(&w.admin);
+    eventually(
+        "h1's health found again",
+        Duration::from_secs(60),
+        || async {
+            let nf = admin.get("h1").await.map_err(|e| e.to_string())?;
+            let health = &nf.data["spec"]["health"];
+            let settled =
+                nf.data["status"]["observedGeneration"].as_i64() == nf.metadata.generation;
+            if *health == health_before && settled {
+                Ok(())
+            } else {
+                Err(format!("h1's health {health}, settled: {settled}"))
+            }
+        },
+    )
+    .await;
+    converged_where(
+        w,
+        "everything as before the lies",
+        Duration::from_secs(20),
+        same,
+    )
+    .await
+}
+
 /// 3. LLDP from a pod on h1 (a macvlan on its NIC) reaches the leaf and changes nothing.
 async fn pod_frames_ignored(w: &World, first: &Value) {
     let nf = nodefabrics(&w.admin);
@@ -1003,6 +1229,7 @@ async fn agents_and_controller_keep_the_fabric_published() {
     let first = first_publication(&w).await;
     no_churn(&w).await;
     rolling_restarts_change_nothing(&mut w).await;
+    let first = a_lying_node_bends_nothing(&mut w, &first).await;
     pod_frames_ignored(&w, &first).await;
     agents_confined_to_their_node(&w, &first).await;
     conflicting_writes_put_back(&w, &first).await;
