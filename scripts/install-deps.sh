@@ -12,11 +12,17 @@ if [ "${1:-demo}" = test ]; then
   want+=(libyang2-tools python3)
   # kubernetes-validate (PyPI) for the manifests, in a virtual environment.
   want+=(python3-venv)
+  # The installation's tests (tests/helm, tests/image): promtool (Debian's prometheus) for the
+  # alerting rules; podman (with runc: crun refuses hybrid cgroups) and skopeo to run and
+  # inspect the image; musl-tools for its static binaries' C code (ring).
+  want+=(prometheus podman runc skopeo musl-tools)
 fi
 if [ "${1:-demo}" = bench ]; then
   # The agent duties' baselines (scripts/bench-agent.sh): arping for the GARP script,
   # node_exporter as the counters exporter.
   want+=(procps iputils-arping prometheus-node-exporter)
+  # The image's packaging beside podman's (scripts/bench-image.sh, which needs "test" too).
+  want+=(hyperfine)
 fi
 # --- kernel tier: QEMU 10 from bookworm-backports (owner: CNI kernel tier, docs/kernel-tier.md) ---
 # Debian 12's QEMU 7.2 has no igb (the 82576 with SR-IOV the SR-IOV kernel tier boots);
@@ -107,3 +113,15 @@ if [ "${1:-demo}" = test ]; then
   fi
 fi
 # --- end switch-config peers ------------------------------------------------------------------
+
+# --- installation tests (tests/helm, tests/image) -----------------------------------------------
+# The prometheus package starts a server on :9090; the tests run promtool only. The image's
+# binaries are built for Rust's musl target.
+if [ "${1:-demo}" = test ]; then
+  if systemctl is-active --quiet prometheus 2>/dev/null; then
+    systemctl stop prometheus; systemctl disable --quiet prometheus || true
+  fi
+  rustup target list --installed | grep -qx x86_64-unknown-linux-musl \
+    || rustup target add x86_64-unknown-linux-musl
+fi
+# --- end installation tests ---------------------------------------------------------------------

@@ -19,6 +19,12 @@ fn main() -> ExitCode {
     if argv.get(1).map(String::as_str) == Some("announce") {
         return spinel_cni::announce::run_followup(&argv[2..]);
     }
+    // `spinel --version`: what the image and the node's installer compare. A runtime never
+    // passes arguments (a CNI call is its environment and stdin), so this cannot shadow one.
+    if argv.len() == 2 && argv[1] == "--version" {
+        println!("spinel {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
     let inv = Invocation::from_env(|k| std::env::var(k).ok());
     let mut stdin = Vec::new();
     let read = std::io::stdin()

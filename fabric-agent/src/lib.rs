@@ -17,10 +17,13 @@
 //! - [`roce_health`], [`shielding`], [`node_condition`]: RoCE health per NIC (from
 //!   [`readings`]) as report findings, the `RoCEFabricReady` condition and the degraded taint;
 //! - [`metrics`], [`probes`]: Prometheus metrics and what `/healthz`, `/readyz` answer;
+//! - [`cni_install`]: the `install-cni` init container (the `spinel` plugin and its node
+//!   settings onto the node);
 //! - [`duties`]: starts the node duties; [`config`], [`settings`], [`config_error`]: flags and
 //!   the file, and what is wrong with them.
 
 pub mod announcements;
+pub mod cni_install;
 pub mod config;
 pub mod config_error;
 pub mod duties;
@@ -50,6 +53,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use spinel_api::crd::NodeFabric;
 use spinel_kube::shutdown::Shutdown;
+use spinel_node::cni_settings;
 use spinel_node::lldp::{LldpPorts, open_ports};
 use spinel_node::nics::{self, RoceNic};
 use tokio::sync::{Notify, watch};
@@ -216,6 +220,12 @@ async fn serve(
         republish,
     ));
     let metrics = metrics::Metrics::new(config.sysfs_root.clone(), ethtool);
+    // The CNI's journal, where its own settings put it (read as the CNI reads them).
+    let settings_path = std::env::var(cni_settings::PATH_ENV).ok();
+    match cni_settings::Settings::load(settings_path.as_deref()) {
+        Ok(s) => metrics.watch_cni_journal(s.state_dir),
+        Err(e) => tracing::warn!("no VF claim or IPAM release metrics: {e}"),
+    }
     let running = duties::start(
         &config,
         kernel,

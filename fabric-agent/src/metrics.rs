@@ -2,14 +2,18 @@
 //! reconciliation) and the RoCE counters read from sysfs on each scrape, named as the
 //! exporters operators already run name them: `rdma_<counter>_total{device,port}` and
 //! `rdma_port_info` after rdma_exporter; NIC facts after node_exporter's `node_network_*`.
+//! What the `spinel` CNI keeps in its journal on this node (VFs claimed per NIC, IPAM releases
+//! deferred) is read at each scrape too, beside `sriov_numvfs`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use hostnet::ethtool::{EthtoolSocket, pause_stat};
+use hostnet::ifname::IfName;
 use hostnet::rdma::counters::PortCounters as RdmaPort;
 use hostnet::rdma::gid::RdmaSysfs;
+use hostnet::sriov::Sysfs;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
@@ -82,6 +86,7 @@ pub struct Metrics {
     /// `spinel_routing_errors_total`.
     pub routing_errors: Counter,
     lldp: LldpStats,
+    cni: CniJournal,
     registry: Arc<Registry>,
 }
 
@@ -331,6 +336,139 @@ impl Collector for RdmaCollector {
     }
 }
 
+/// What the CNI's journal and sysfs show about VFs and IPAM releases, read at each scrape:
+/// `spinel_sriov_vfs{nic}` (`sriov_numvfs`), `spinel_sriov_vfs_claimed{nic}` (VFs the journal
+/// holds for a pod, `vfs/<pci>.json`), `spinel_cni_ipam_releases_pending` (`releases/`) and the
+/// totals of `counters.json`. Nothing about the journal is shown until its directory is known
+/// ([`Metrics::watch_cni_journal`]), and a family that cannot be read is left out, never zero.
+#[derive(Clone, Debug)]
+struct CniJournal {
+    sysfs: Sysfs,
+    nics: Arc<Mutex<Vec<IfName>>>,
+    state_dir: Arc<OnceLock<PathBuf>>,
+}
+
+/// The totals of `counters.json`: (metric name, help, key).
+const CNI_COUNTERS: [(&str, &str, &str); 3] = [
+    (
+        "spinel_cni_ipam_releases_deferred",
+        "IPAM releases the CNI could not make at DEL and keeps retrying",
+        "ipamReleasesDeferred",
+    ),
+    (
+        "spinel_cni_ipam_release_retries_failed",
+        "Retries of deferred IPAM releases that failed again",
+        "ipamReleaseRetriesFailed",
+    ),
+    (
+        "spinel_cni_ipam_releases_recovered",
+        "Deferred IPAM releases that later succeeded",
+        "ipamReleasesRecovered",
+    ),
+];
+
+impl CniJournal {
+    /// Entries of `dir` named `*.json`; a missing directory has none (the CNI has not run).
+    fn json_files(dir: &Path) -> Option<Vec<String>> {
+        match std::fs::read_dir(dir) {
+            Ok(entries) => Some(
+                entries
+                    .flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
+                    .collect(),
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Vec::new()),
+            Err(_) => None,
+        }
+    }
+
+    /// (NIC, VFs enabled, VFs claimed) for every NIC that is an SR-IOV PF.
+    fn vfs(&self, claimed: Option<&[String]>) -> Vec<(String, u32, Option<usize>)> {
+        let nics = self
+            .nics
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut out = Vec::new();
+        for nic in nics {
+            let Ok(pf) = self.sysfs.pf(nic.as_str()) else {
+                continue;
+            };
+            let held = claimed.and_then(|claimed| {
+                let vfs = self.sysfs.vfs_of(&pf).ok()?;
+                Some(
+                    vfs.iter()
+                        .filter(|(_, pci)| claimed.iter().any(|c| c == pci.as_str()))
+                        .count(),
+                )
+            });
+            out.push((nic.to_string(), pf.num_vfs, held));
+        }
+        out
+    }
+
+    /// `counters.json`'s totals; all zero when there is none yet.
+    fn counters(dir: &Path) -> Option<serde_json::Value> {
+        match std::fs::read(dir.join("counters.json")) {
+            Ok(bytes) => serde_json::from_slice(&bytes).ok(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(serde_json::json!({})),
+            Err(_) => None,
+        }
+    }
+}
+
+impl Collector for CniJournal {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use prometheus_client::metrics::MetricType;
+        let dir = self.state_dir.get();
+        let claimed = dir.and_then(|d| Self::json_files(&d.join("vfs")));
+        let vfs = self.vfs(claimed.as_deref());
+        let mut family = encoder.encode_descriptor(
+            "spinel_sriov_vfs",
+            "VFs enabled on the RoCE NIC (sriov_numvfs)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (nic, enabled, _) in &vfs {
+            ConstGauge::new(i64::from(*enabled))
+                .encode(family.encode_family(&NicLabel { nic: nic.clone() })?)?;
+        }
+        if claimed.is_some() {
+            let mut family = encoder.encode_descriptor(
+                "spinel_sriov_vfs_claimed",
+                "VFs of the RoCE NIC the spinel CNI holds for pods (its journal's claims)",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (nic, _, held) in &vfs {
+                if let Some(held) = held {
+                    ConstGauge::new(i64::try_from(*held).unwrap_or(i64::MAX))
+                        .encode(family.encode_family(&NicLabel { nic: nic.clone() })?)?;
+                }
+            }
+        }
+        let Some(dir) = dir else { return Ok(()) };
+        if let Some(pending) = Self::json_files(&dir.join("releases")) {
+            let family = encoder.encode_descriptor(
+                "spinel_cni_ipam_releases_pending",
+                "IPAM releases the CNI's journal still has to retry",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(i64::try_from(pending.len()).unwrap_or(i64::MAX)).encode(family)?;
+        }
+        if let Some(counters) = Self::counters(dir) {
+            for (name, help, key) in CNI_COUNTERS {
+                let value = counters[key].as_u64().unwrap_or(0);
+                let family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+                ConstCounter::new(value).encode(family)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Metrics {
     /// Registers everything; RDMA ports are read from the sysfs at `sysfs_root` at each scrape,
     /// their netdevs' pause counters through `ethtool` (a socket in the NICs' namespace).
@@ -350,6 +488,11 @@ impl Metrics {
             repairs: Family::default(),
             routing_errors: Counter::default(),
             lldp: LldpStats::default(),
+            cni: CniJournal {
+                sysfs: Sysfs::new(&sysfs_root),
+                nics: Arc::default(),
+                state_dir: Arc::default(),
+            },
             registry: Arc::new(Registry::default()),
         };
         let r = &mut registry;
@@ -410,6 +553,7 @@ impl Metrics {
             m.routing_errors.clone(),
         );
         r.register_collector(Box::new(m.lldp.clone()));
+        r.register_collector(Box::new(m.cni.clone()));
         r.register_collector(Box::new(RdmaCollector {
             sysfs: RdmaSysfs::new(sysfs_root),
             ethtool,
@@ -425,8 +569,16 @@ impl Metrics {
         &self.lldp
     }
 
+    /// Reads the `spinel` CNI's journal in `state_dir` (its `stateDir`) at each scrape, for
+    /// the VF claims and IPAM release metrics. The first call wins.
+    pub fn watch_cni_journal(&self, state_dir: PathBuf) {
+        let _ = self.cni.state_dir.set(state_dir);
+    }
+
     /// Sets the NIC gauges from a discovery.
     pub fn set_nics(&self, nics: &[RoceNic]) {
+        *self.cni.nics.lock().unwrap_or_else(PoisonError::into_inner) =
+            nics.iter().map(|n| n.name.clone()).collect();
         for nic in nics {
             let label = NicLabel {
                 nic: nic.name.to_string(),
@@ -494,6 +646,78 @@ mod tests {
         assert!(
             m.encode()
                 .contains("rdma_np_cnp_sent_total{device=\"mlx5_0\",port=\"1\"} 6")
+        );
+    }
+
+    /// A PF with `vfs` VFs (PCI 0000:01:00.N+1) in a fake sysfs under `root`.
+    fn sriov_pf(root: &Path, name: &str, vfs: u32) {
+        let pf = root.join("bus/pci/devices/0000:01:00.0");
+        fs::create_dir_all(pf.join("net").join(name)).unwrap();
+        fs::write(pf.join("sriov_numvfs"), format!("{vfs}\n")).unwrap();
+        fs::write(pf.join("sriov_totalvfs"), "8\n").unwrap();
+        for i in 0..vfs {
+            let vf = root.join(format!("bus/pci/devices/0000:01:00.{}", i + 1));
+            fs::create_dir_all(&vf).unwrap();
+            std::os::unix::fs::symlink(&vf, pf.join(format!("virtfn{i}"))).unwrap();
+        }
+        fs::create_dir_all(root.join("class/net").join(name)).unwrap();
+        std::os::unix::fs::symlink(&pf, root.join("class/net").join(name).join("device")).unwrap();
+    }
+
+    #[test]
+    fn vf_claims_and_deferred_releases_come_from_the_cni_journal() {
+        let root = tempfile::tempdir().unwrap();
+        sriov_pf(root.path(), "ens1f0np0", 4);
+        let m = Metrics::new(root.path().to_owned(), None);
+        m.set_nics(&[RoceNic {
+            name: "ens1f0np0".parse().unwrap(),
+            index: 2,
+            pci: "0000:01:00.0".parse().unwrap(),
+            rdma_device: None,
+            mac: None,
+            mtu: 9000,
+            carrier: true,
+            speed_mbps: None,
+            addresses: Vec::new(),
+        }]);
+        let text = m.encode();
+        assert!(
+            text.contains("spinel_sriov_vfs{nic=\"ens1f0np0\"} 4"),
+            "{text}"
+        );
+        // Before the journal is known, nothing is said about it (not zero).
+        assert!(!text.contains("spinel_sriov_vfs_claimed"), "{text}");
+        assert!(!text.contains("spinel_cni_"), "{text}");
+
+        let state = root.path().join("cni-state");
+        fs::create_dir_all(state.join("vfs")).unwrap();
+        fs::create_dir_all(state.join("releases")).unwrap();
+        for vf in ["0000:01:00.1", "0000:01:00.3", "0000:02:00.1"] {
+            fs::write(state.join("vfs").join(format!("{vf}.json")), "{}").unwrap();
+        }
+        fs::write(state.join("releases/0123.json"), "{}").unwrap();
+        fs::write(
+            state.join("counters.json"),
+            r#"{"schema":2,"ipamReleasesDeferred":3,"ipamReleaseRetriesFailed":5,"ipamReleasesRecovered":2}"#,
+        )
+        .unwrap();
+        m.watch_cni_journal(state.clone());
+        let text = m.encode();
+        for want in [
+            // 0000:02:00.1 is another PF's VF.
+            "spinel_sriov_vfs_claimed{nic=\"ens1f0np0\"} 2",
+            "spinel_cni_ipam_releases_pending 1",
+            "spinel_cni_ipam_releases_deferred_total 3",
+            "spinel_cni_ipam_release_retries_failed_total 5",
+            "spinel_cni_ipam_releases_recovered_total 2",
+        ] {
+            assert!(text.contains(want), "{want} missing from\n{text}");
+        }
+        // A journal without counters yet: zero deferred, as the CNI would count.
+        fs::remove_file(state.join("counters.json")).unwrap();
+        assert!(
+            m.encode()
+                .contains("spinel_cni_ipam_releases_deferred_total 0")
         );
     }
 

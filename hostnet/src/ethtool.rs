@@ -73,7 +73,13 @@ impl EthtoolSocket {
         #[allow(unsafe_code)]
         // SAFETY: `ifr` is a valid ifreq whose data pointer refers to `data`, which is large
         // enough for the request's reply (the callers size it from the counts the kernel gave).
-        let rc = unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::SIOCETHTOOL, &mut ifr) };
+        let rc = unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::SIOCETHTOOL as libc::Ioctl,
+                &mut ifr,
+            )
+        };
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }

@@ -5,12 +5,13 @@
 //! to one namespace ([`netlink::RouteSocket`]), namespaced sysctls ([`sysctl`]), the SR-IOV
 //! model read from sysfs ([`sriov`]), raw AF_PACKET sockets ([`packet`]), RDMA: the nldev
 //! netlink socket and the RoCE GID table ([`rdma`]), and DCB netlink: PFC, ETS, the APP table
-//! and the RoCE ToS/ECN files ([`dcb`]).
+//! and the RoCE ToS/ECN files ([`dcb`]); and [`fs::exchange`], an atomic swap of two paths.
 
 #[cfg(feature = "tokio")]
 pub mod async_packet;
 pub mod dcb;
 pub mod ethtool;
+pub mod fs;
 pub mod ifname;
 pub mod netlink;
 pub mod netns;

@@ -109,8 +109,9 @@ fn unescape_mountinfo(field: &str) -> String {
     out
 }
 
-/// `NS_GET_NSTYPE` from `linux/nsfs.h`: `_IO(0xb7, 0x3)`.
-const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
+/// `NS_GET_NSTYPE` from `linux/nsfs.h`: `_IO(0xb7, 0x3)`. (`libc::Ioctl`: glibc's `ioctl`
+/// takes an unsigned long request, musl's an int; the image is built against musl.)
+const NS_GET_NSTYPE: libc::Ioctl = 0xb703;
 
 /// The `CLONE_NEW*` type of the namespace `file` refers to (which must be on nsfs).
 fn namespace_type(file: &File) -> io::Result<libc::c_int> {

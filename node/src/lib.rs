@@ -7,10 +7,13 @@
 //!   (frames from `spinel_wire::garp`, the socket from `hostnet::packet`).
 //! - `lldp` (feature `lldp`): LLDP on a set of ports on tokio, receive and transmit.
 //! - [`nics`]: which interfaces are the node's RoCE NICs, and their link facts.
+//! - [`cni_settings`]: the `spinel` CNI's node settings file, for the CNI and the agent's
+//!   installer alike.
 //!
 //! Kernel access goes through `hostnet`; this crate decides what to read and what it means.
 
 pub mod announce;
+pub mod cni_settings;
 #[cfg(feature = "lldp")]
 pub mod lldp;
 pub mod nics;

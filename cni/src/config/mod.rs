@@ -191,21 +191,8 @@ pub struct AttachmentRef {
     pub ifname: String,
 }
 
-/// Log verbosity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LogLevel {
-    /// Errors only (sriov-cni's `panic` too).
-    #[serde(alias = "panic")]
-    Error,
-    /// Warnings and errors (sriov-cni's `warning` too).
-    #[serde(alias = "warning")]
-    Warn,
-    /// Progress of each attachment.
-    Info,
-    /// Every kernel operation.
-    Debug,
-}
+/// Log verbosity: the node settings' type, so both files accept the same words.
+pub use spinel_node::cni_settings::LogLevel;
 
 /// A configuration as read from stdin: the typed view and the original JSON (which is what the
 /// IPAM delegate and the journal get).

@@ -98,14 +98,8 @@ pub fn replace_whole<T>(
             Target::Absent => std::fs::rename(&tmp, out)
                 .with_context(|| format!("moving the output to {}", out.display()))?,
             Target::Owned => {
-                nix::fcntl::renameat2(
-                    nix::fcntl::AT_FDCWD,
-                    &tmp,
-                    nix::fcntl::AT_FDCWD,
-                    out,
-                    nix::fcntl::RenameFlags::RENAME_EXCHANGE,
-                )
-                .with_context(|| format!("swapping the new output into {}", out.display()))?;
+                hostnet::fs::exchange(&tmp, out)
+                    .with_context(|| format!("swapping the new output into {}", out.display()))?;
             }
         }
         anyhow::Ok(value)

@@ -339,7 +339,8 @@ impl SchedulerRig {
             .collect();
         let tokens = runtime.block_on(async {
             let admin = cp.admin_client().await;
-            for file in ["rbac.yaml", "admission-policy.yaml"] {
+            // The namespace is deploy/namespace.yaml's (the chart renders it once).
+            for file in ["../namespace.yaml", "rbac.yaml", "admission-policy.yaml"] {
                 objects::apply_manifest(&admin, &deploy_file(file)).await;
             }
             for file in &opts.extra_manifests {

@@ -378,7 +378,7 @@ fn main() -> ExitCode {
     let labelled = fabric_labels(SyntheticSpec::rail_optimized(o.nodes));
     let (token, created) = runtime.block_on(async {
         let admin = cp.admin_client().await;
-        for file in ["rbac.yaml", "admission-policy.yaml"] {
+        for file in ["../namespace.yaml", "rbac.yaml", "admission-policy.yaml"] {
             apply_manifest(&admin, &deploy_file(file)).await;
         }
         let token = scheduler_token(&admin, "spinel-scheduler-0").await;
