@@ -23,6 +23,13 @@ command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
 unformatted=$(gofmt -l tests/k8s)
 [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
 (cd tests/k8s && GOTOOLCHAIN=local go vet .)
+# --- real nodes (tests/node) -------------------------------------------------------------------
+echo "== node runtime (tests/node): containerd, its runc shim, ctr, the pause and busybox images"
+./tests/node/build.sh
+unformatted=$(gofmt -l tests/node)
+[ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
+(cd tests/node && GOTOOLCHAIN=local go vet ./pause ./mkimage)
+# --- end real nodes ------------------------------------------------------------------------------
 echo "== manifests: kubernetes-validate for Kubernetes 1.33 and the newest it knows"
 # In a virtual environment under target/ (no system pip). CRDs are validated as CRDs; objects
 # of custom kinds (peers' and ours) are validated by the real API server in the netns tier.
@@ -53,6 +60,14 @@ for _ in $(seq 50); do
   sleep 0.2
 done
 [ -z "$left" ] || { echo "processes the tests started are still running:" >&2; echo "$left" >&2; exit 1; }
+# --- real nodes: a node's containers live in its cgroup, not in its namespaces -----------------
+for _ in $(seq 50); do
+  left=$(find /sys/fs/cgroup -maxdepth 2 -name 'spinel-test-*' 2>/dev/null || true)
+  [ -z "$left" ] && break
+  sleep 0.2
+done
+[ -z "$left" ] || { echo "node cgroups left behind:" >&2; echo "$left" >&2; exit 1; }
+# --- end real nodes ------------------------------------------------------------------------------
 stale=$(find /run/spinel-test -mindepth 1 -maxdepth 1 2>/dev/null || true)
 [ -z "$stale" ] || { echo "sandboxes left behind:" >&2; echo "$stale" >&2; exit 1; }
 echo "== SONiC YANG validation of every rendered config_db.json"

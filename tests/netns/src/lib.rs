@@ -14,6 +14,7 @@ pub mod cni;
 pub mod fabric;
 pub mod iproute2;
 pub mod k8s;
+pub mod kube_node;
 pub mod live_fabric;
 pub mod lldpd;
 pub mod loopback;
