@@ -17,15 +17,19 @@
 //! - [`roce_health`], [`shielding`], [`node_condition`]: RoCE health per NIC (from
 //!   [`readings`]) as report findings, the `RoCEFabricReady` condition and the degraded taint;
 //! - [`metrics`], [`probes`]: Prometheus metrics and what `/healthz`, `/readyz` answer;
+//! - [`device_plugin`]: the rails' VFs as extended resources for the kubelet (on the gRPC
+//!   plumbing of [`kubelet_plugin`]);
 //! - [`duties`]: starts the node duties; [`config`], [`settings`], [`config_error`]: flags and
 //!   the file, and what is wrong with them.
 
 pub mod announcements;
 pub mod config;
 pub mod config_error;
+pub mod device_plugin;
 pub mod duties;
 pub mod host_routing;
 pub mod kernel_events;
+pub mod kubelet_plugin;
 pub mod metrics;
 pub mod node_condition;
 pub mod node_labels;
@@ -162,6 +166,14 @@ async fn serve(
     // Handlers first: a signal arriving later must bring the shutdown LLDPDU, not kill us.
     let shutdown =
         Shutdown::register().map_err(|e| kernel_err("handle SIGTERM and SIGINT")(e.into()))?;
+    // The device plugin needs neither the API server nor LLDP: it starts first.
+    let device_plugin = config.device_plugin.clone().map(|dp| {
+        tokio::spawn(device_plugin::run(
+            dp,
+            config.sysfs_root.clone(),
+            shutdown.clone(),
+        ))
+    });
     let client = spinel_kube::client::client(config.kubeconfig.as_deref()).await?;
     let node = config.node_name.clone();
     let mut ports = LldpPorts::new(sockets, config.max_neighbors)
@@ -231,5 +243,13 @@ async fn serve(
     publisher.abort();
     labeler.abort();
     let _ = nic_watch.join();
+    if let Some(plugin) = device_plugin {
+        // It stops on the same shutdown, removing its sockets.
+        match plugin.await {
+            Ok(Err(e)) => tracing::error!("{:#}", anyhow::Error::new(e)),
+            Err(e) => tracing::error!("device plugin task: {e}"),
+            Ok(Ok(())) => {}
+        }
+    }
     result.map_err(|e| kernel_err("run LLDP")(e.into()))
 }
