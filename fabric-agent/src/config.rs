@@ -56,6 +56,9 @@ pub struct Flags {
     /// Taint the node fabric.spinel.dev/degraded:NoSchedule while its RoCE fabric is unhealthy.
     #[arg(long)]
     pub taint_degraded: bool,
+    /// Publish the node's RoCE devices for Dynamic Resource Allocation (`dra:` in the file).
+    #[arg(long)]
+    pub dra: bool,
     /// Logging.
     #[command(flatten)]
     pub log: spinel_kube::logging::LogArgs,
@@ -76,6 +79,7 @@ struct FileConfig {
     garp: GarpFile,
     health: HealthFile,
     metrics: MetricsFile,
+    dra: crate::dra::settings::DraFile,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -113,6 +117,8 @@ pub struct AgentConfig {
     pub resync: Duration,
     /// The node duties: host routing, announcements, health, metrics.
     pub duties: Duties,
+    /// The DRA driver, when enabled.
+    pub dra: Option<crate::dra::settings::Dra>,
 }
 
 /// Parses `--nics`.
@@ -196,6 +202,7 @@ impl AgentConfig {
         if let Some(t) = &transmit {
             t.validate().map_err(ConfigError::Timers)?;
         }
+        let dra = file.dra.resolve(flags.dra)?;
         let duties = DutiesFile {
             routing: file.routing,
             garp: file.garp,
@@ -228,6 +235,7 @@ impl AgentConfig {
             debounce: Duration::from_millis(file.report_debounce_ms.unwrap_or(500).min(60_000)),
             resync: Duration::from_secs(file.resync_seconds.unwrap_or(600).clamp(10, 86_400)),
             duties,
+            dra,
         })
     }
 }
