@@ -8,10 +8,15 @@
 //! - [`devices`]: each NIC's place and the devices (pure);
 //! - [`taints`]: per-NIC hysteresis, and which findings still shield the node;
 //! - [`slices`]: the pool cut into slices, and the writes that get there (pure);
-//! - [`publisher`]: the loop that keeps the API server's slices equal to the devices.
+//! - [`publisher`]: the loop that keeps the API server's slices equal to the devices;
+//! - [`kubelet_plugin`], [`kubelet_api`], [`prepared`]: the kubelet plugin (registration,
+//!   `NodePrepareResources`/`NodeUnprepareResources`), its journal and CDI specs.
 
 pub mod devices;
 pub mod inventory;
+pub mod kubelet_api;
+pub mod kubelet_plugin;
+pub mod prepared;
 pub mod publisher;
 pub mod settings;
 pub mod slices;
@@ -96,6 +101,7 @@ pub fn start(
     observation: &Arc<watch::Sender<Observation>>,
 ) -> Option<Driver> {
     let settings = config.dra.clone()?;
+    let settings_plugin = settings.kubelet_plugin.clone();
     let node = config.node_name.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let (inventory_tx, inventory_rx) = watch::channel(inventory::Inventory::new());
@@ -110,7 +116,8 @@ pub fn start(
     .ok();
     let (labels_tx, labels_rx) = watch::channel(Default::default());
     let (taints_tx, taints_rx) = watch::channel(NicTaints::new());
-    let tasks = vec![
+    let (published_tx, published_rx) = watch::channel(Vec::new());
+    let mut tasks = vec![
         tokio::spawn(publisher::watch_labels(
             Api::<NodeFabric>::all(client.clone()),
             node.clone(),
@@ -134,8 +141,26 @@ pub fn start(
                 labels: labels_rx,
                 taints: taints_rx,
             },
+            published_tx,
         )),
     ];
+    if let Some(plugin) = settings_plugin {
+        let serving = kubelet_plugin::Plugin {
+            node: config.node_name.clone(),
+            client: client.clone(),
+            devices: published_rx,
+            journal: prepared::Journal {
+                state_dir: plugin.state_dir.clone(),
+                cdi_dir: plugin.cdi_dir.clone(),
+            },
+            sysfs_root: config.sysfs_root.clone(),
+        };
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = kubelet_plugin::serve(serving, plugin).await {
+                tracing::error!("the DRA kubelet plugin cannot serve: {e}");
+            }
+        }));
+    }
     Some(Driver {
         tasks,
         stop,

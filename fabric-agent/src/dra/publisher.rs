@@ -182,6 +182,7 @@ pub async fn run(
     options: LabelOptions,
     settings: Dra,
     mut sources: Sources,
+    published: watch::Sender<Vec<Device>>,
 ) {
     let owner = owner(&nodes, &node).await;
     let selector = format!("spec.nodeName={node},spec.driver={}", dra::DRIVER);
@@ -194,6 +195,13 @@ pub async fn run(
     let mut next_resync = Instant::now();
     loop {
         let current = desired(&sources, &node, &options, &settings);
+        published.send_if_modified(|p| {
+            let changed = *p != current;
+            if changed {
+                p.clone_from(&current);
+            }
+            changed
+        });
         let due = Instant::now() >= next_resync;
         if due || last.as_ref() != Some(&current) {
             let count = current.len();

@@ -2,6 +2,7 @@
 //! publishes.
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -30,6 +31,24 @@ pub struct DraFile {
     inventory_seconds: Option<u64>,
     resync_seconds: Option<u64>,
     evict_on: Option<Vec<String>>,
+    kubelet_plugin: Option<bool>,
+    plugin_registry: Option<PathBuf>,
+    plugin_dir: Option<PathBuf>,
+    cdi_dir: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+}
+
+/// Where the kubelet plugin lives on the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeletPlugin {
+    /// The kubelet's plugin registration directory (its plugin watcher looks there).
+    pub registry: PathBuf,
+    /// The plugin's own directory (its gRPC socket, `dra.sock`).
+    pub dir: PathBuf,
+    /// Where CDI specs are written for the container runtime.
+    pub cdi_dir: PathBuf,
+    /// The journal of prepared claims.
+    pub state_dir: PathBuf,
 }
 
 /// What the DRA driver publishes.
@@ -46,6 +65,8 @@ pub struct Dra {
     /// Reasons whose device taint is `NoExecute` (pods using the NIC are evicted) instead of
     /// `NoSchedule`; empty by default.
     pub evict_on: BTreeSet<String>,
+    /// The kubelet plugin (registration, NodePrepareResources); `None`: not served.
+    pub kubelet_plugin: Option<KubeletPlugin>,
 }
 
 impl DraFile {
@@ -72,7 +93,33 @@ impl DraFile {
             ),
             resync: Duration::from_secs(self.resync_seconds.unwrap_or(300).clamp(10, 86_400)),
             evict_on,
+            kubelet_plugin: self.kubelet_plugin.unwrap_or(true).then(|| KubeletPlugin {
+                registry: self
+                    .plugin_registry
+                    .unwrap_or_else(|| PathBuf::from("/var/lib/kubelet/plugins_registry")),
+                dir: self.plugin_dir.unwrap_or_else(|| {
+                    PathBuf::from("/var/lib/kubelet/plugins").join(spinel_api::dra::DRIVER)
+                }),
+                cdi_dir: self
+                    .cdi_dir
+                    .unwrap_or_else(|| PathBuf::from("/var/run/cdi")),
+                state_dir: self
+                    .state_dir
+                    .unwrap_or_else(|| PathBuf::from("/run/spinel/dra")),
+            }),
         };
+        if let Some(p) = &dra.kubelet_plugin {
+            for (what, dir) in [
+                ("pluginRegistry", &p.registry),
+                ("pluginDir", &p.dir),
+                ("cdiDir", &p.cdi_dir),
+                ("stateDir", &p.state_dir),
+            ] {
+                if !dir.is_absolute() {
+                    invalid!("dra.{what}: {} is not an absolute path", dir.display());
+                }
+            }
+        }
         if !dra.vfs && !dra.pfs {
             invalid!("dra: vfs and pfs are both off: the driver would publish nothing");
         }

@@ -232,6 +232,15 @@ impl DraNode {
     ) -> Self {
         assert_eq!(roots.len(), usize::from(rails), "one PCIe root per NIC");
         let mut agent = AgentNode::new(rt, &cluster.cp, name, 0, agent_config());
+        // The kubelet plugin's directories in the sandbox, never the machine's.
+        let dir = agent.node.sb.dir().to_owned();
+        let mut config: Value =
+            serde_json::from_str(&fs::read_to_string(&agent.config).unwrap()).unwrap();
+        config["dra"]["pluginRegistry"] = json!(dir.join("kubelet/plugins_registry"));
+        config["dra"]["pluginDir"] = json!(dir.join("kubelet/plugins/roce.spinel.dev"));
+        config["dra"]["cdiDir"] = json!(dir.join("cdi"));
+        config["dra"]["stateDir"] = json!(dir.join("dra-state"));
+        fs::write(&agent.config, config.to_string()).unwrap();
         for k in 1..rails {
             agent.add_nic(k);
         }

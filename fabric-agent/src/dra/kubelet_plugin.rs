@@ -1,0 +1,311 @@
+//! The DRA kubelet plugin: registration with the kubelet's plugin watcher (a socket in its
+//! `plugins_registry` serving `Registration`), and the `DRAPlugin` service on the plugin's own
+//! socket. `NodePrepareResources` reads each claim's allocation, keeps the devices of this
+//! driver on this node, records them and writes their CDI spec ([`super::prepared`]);
+//! `NodeUnprepareResources` undoes that. Both are idempotent: the kubelet retries, and a
+//! claim already prepared is answered from its record without asking the API server.
+//!
+//! The interface itself is not moved here: the attach path stays the CNI's (Multus in DRA
+//! mode hands `spinel` the VF from the claim), with its journal and every RoCE step.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use k8s_openapi::api::resource::v1::{Device, ResourceClaim};
+use kube::Api;
+use spinel_api::dra;
+use tokio::net::UnixListener;
+use tokio::sync::watch;
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::{Request, Response, Status};
+
+use super::kubelet_api::dra_v1::dra_plugin_server::{DraPlugin, DraPluginServer};
+use super::kubelet_api::dra_v1::{
+    self, NodePrepareResourceResponse, NodePrepareResourcesRequest, NodePrepareResourcesResponse,
+    NodeUnprepareResourceResponse, NodeUnprepareResourcesRequest, NodeUnprepareResourcesResponse,
+};
+use super::kubelet_api::registration::registration_server::{Registration, RegistrationServer};
+use super::kubelet_api::registration::{
+    InfoRequest, PluginInfo, RegistrationStatus, RegistrationStatusResponse,
+};
+use super::kubelet_api::{DRA_PLUGIN_TYPE, DRA_SERVICE_V1};
+use super::prepared::{self, Journal, PreparedClaim, PreparedDevice};
+use super::settings::KubeletPlugin;
+
+/// Why the plugin cannot serve.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// A socket cannot be made.
+    #[error("cannot listen on {path}")]
+    Listen {
+        /// The socket.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What preparing needs.
+pub struct Plugin {
+    /// This node (the pool).
+    pub node: String,
+    /// The API client (claims are read in their namespaces).
+    pub client: kube::Client,
+    /// The devices the node publishes (the publisher keeps it current).
+    pub devices: watch::Receiver<Vec<Device>>,
+    /// The journal and CDI directory.
+    pub journal: Journal,
+    /// sysfs, for the RDMA character devices.
+    pub sysfs_root: PathBuf,
+}
+
+impl Plugin {
+    /// Prepares one claim; its response (an error inside it when it cannot be prepared).
+    async fn prepare(&self, claim: &dra_v1::Claim) -> NodePrepareResourceResponse {
+        match self.prepare_claim(claim).await {
+            Ok(prepared) => NodePrepareResourceResponse {
+                devices: prepared
+                    .devices
+                    .iter()
+                    .map(|d| dra_v1::Device {
+                        request_names: d.requests.clone(),
+                        pool_name: d.pool.clone(),
+                        device_name: d.device.clone(),
+                        cdi_device_ids: d.cdi_id.iter().cloned().collect(),
+                        share_id: None,
+                    })
+                    .collect(),
+                error: String::new(),
+            },
+            Err(error) => {
+                tracing::warn!(claim = %format!("{}/{}", claim.namespace, claim.name), uid = %claim.uid, "NodePrepareResources: {error}");
+                NodePrepareResourceResponse {
+                    devices: Vec::new(),
+                    error,
+                }
+            }
+        }
+    }
+
+    async fn prepare_claim(&self, claim: &dra_v1::Claim) -> Result<PreparedClaim, String> {
+        if let Some(done) = self.journal.get(&claim.uid).map_err(|e| e.to_string())? {
+            // Prepared before (a retry, or the agent restarted): the same answer, and the
+            // CDI spec made whole again in case the crash came before it was written.
+            self.journal.write_cdi(&done).map_err(|e| e.to_string())?;
+            return Ok(done);
+        }
+        let object = self
+            .claims_in(&claim.namespace)
+            .get(&claim.name)
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot read ResourceClaim {}/{}: {e}",
+                    claim.namespace, claim.name
+                )
+            })?;
+        if object.metadata.uid.as_deref() != Some(claim.uid.as_str()) {
+            return Err(format!(
+                "ResourceClaim {}/{} has UID {:?}, not {}: it was replaced",
+                claim.namespace, claim.name, object.metadata.uid, claim.uid
+            ));
+        }
+        let results = object
+            .status
+            .and_then(|s| s.allocation)
+            .and_then(|a| a.devices)
+            .and_then(|d| d.results)
+            .unwrap_or_default();
+        let published: BTreeMap<String, Device> = self
+            .devices
+            .borrow()
+            .iter()
+            .map(|d| (d.name.clone(), d.clone()))
+            .collect();
+        let mut devices: Vec<PreparedDevice> = Vec::new();
+        for r in results
+            .iter()
+            .filter(|r| r.driver == dra::DRIVER && r.pool == self.node)
+        {
+            let device = published.get(&r.device).ok_or_else(|| {
+                format!(
+                    "device {} is not one this node publishes (any more)",
+                    r.device
+                )
+            })?;
+            devices.push(self.device(&claim.uid, &r.request, &r.pool, device)?);
+        }
+        if devices.is_empty() {
+            return Err(format!(
+                "ResourceClaim {}/{} has no device of {} allocated on node {}",
+                claim.namespace,
+                claim.name,
+                dra::DRIVER,
+                self.node
+            ));
+        }
+        let prepared = PreparedClaim {
+            schema: prepared::SCHEMA,
+            namespace: claim.namespace.clone(),
+            name: claim.name.clone(),
+            uid: claim.uid.clone(),
+            devices,
+        };
+        self.journal.prepare(&prepared).map_err(|e| e.to_string())?;
+        tracing::info!(claim = %format!("{}/{}", claim.namespace, claim.name), devices = prepared.devices.len(), "prepared");
+        Ok(prepared)
+    }
+
+    fn device(
+        &self,
+        uid: &str,
+        request: &str,
+        pool: &str,
+        d: &Device,
+    ) -> Result<PreparedDevice, String> {
+        let attr = |k: &str| d.attributes.as_ref()?.get(k)?.string.clone();
+        let rdma = attr(dra::ATTR_RDMA_DEVICE);
+        let mut nodes = Vec::new();
+        if let Some(rdma) = &rdma {
+            let uverbs = prepared::uverbs_of(&self.sysfs_root, rdma).ok_or_else(|| {
+                format!(
+                    "{}: RDMA device {rdma} has no uverbs character device (is ib_uverbs loaded?)",
+                    d.name
+                )
+            })?;
+            nodes = vec![uverbs, "/dev/infiniband/rdma_cm".to_owned()];
+        }
+        Ok(PreparedDevice {
+            requests: vec![request.to_owned()],
+            pool: pool.to_owned(),
+            device: d.name.clone(),
+            pci: attr(dra::ATTR_PCI_ADDRESS),
+            rdma_device: rdma,
+            cdi_id: (!nodes.is_empty())
+                .then(|| format!("{}={uid}-{}", prepared::cdi_kind(), d.name)),
+            device_nodes: nodes,
+        })
+    }
+
+    fn claims_in(&self, namespace: &str) -> Api<ResourceClaim> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+}
+
+/// The `DRAPlugin` service.
+struct Service(Arc<Plugin>);
+
+#[tonic::async_trait]
+impl DraPlugin for Service {
+    async fn node_prepare_resources(
+        &self,
+        request: Request<NodePrepareResourcesRequest>,
+    ) -> Result<Response<NodePrepareResourcesResponse>, Status> {
+        let mut claims = std::collections::HashMap::new();
+        for c in request.into_inner().claims {
+            let answer = self.0.prepare(&c).await;
+            claims.insert(c.uid.clone(), answer);
+        }
+        Ok(Response::new(NodePrepareResourcesResponse { claims }))
+    }
+
+    async fn node_unprepare_resources(
+        &self,
+        request: Request<NodeUnprepareResourcesRequest>,
+    ) -> Result<Response<NodeUnprepareResourcesResponse>, Status> {
+        let mut claims = std::collections::HashMap::new();
+        for c in request.into_inner().claims {
+            let error = match self.0.journal.unprepare(&c.uid) {
+                Ok(()) => {
+                    tracing::info!(claim = %format!("{}/{}", c.namespace, c.name), "unprepared");
+                    String::new()
+                }
+                Err(e) => e.to_string(),
+            };
+            claims.insert(c.uid.clone(), NodeUnprepareResourceResponse { error });
+        }
+        Ok(Response::new(NodeUnprepareResourcesResponse { claims }))
+    }
+}
+
+/// The `Registration` service.
+struct Registrar {
+    endpoint: PathBuf,
+}
+
+#[tonic::async_trait]
+impl Registration for Registrar {
+    async fn get_info(&self, _: Request<InfoRequest>) -> Result<Response<PluginInfo>, Status> {
+        Ok(Response::new(PluginInfo {
+            r#type: DRA_PLUGIN_TYPE.to_owned(),
+            name: dra::DRIVER.to_owned(),
+            endpoint: self.endpoint.display().to_string(),
+            supported_versions: vec![DRA_SERVICE_V1.to_owned()],
+        }))
+    }
+
+    async fn notify_registration_status(
+        &self,
+        request: Request<RegistrationStatus>,
+    ) -> Result<Response<RegistrationStatusResponse>, Status> {
+        let s = request.into_inner();
+        if s.plugin_registered {
+            tracing::info!("registered with the kubelet as DRA driver {}", dra::DRIVER);
+        } else {
+            tracing::error!(error = %s.error, "the kubelet refused the DRA plugin's registration");
+        }
+        Ok(Response::new(RegistrationStatusResponse {}))
+    }
+}
+
+/// A unix socket at `path`, replacing a stale one.
+fn listen(path: &Path) -> Result<UnixListenerStream, PluginError> {
+    let err = |source| PluginError::Listen {
+        path: path.to_owned(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(err(e)),
+        _ => {}
+    }
+    Ok(UnixListenerStream::new(
+        UnixListener::bind(path).map_err(err)?,
+    ))
+}
+
+/// The plugin's socket and its registration socket.
+pub fn sockets(settings: &KubeletPlugin) -> (PathBuf, PathBuf) {
+    (
+        settings.dir.join("dra.sock"),
+        settings.registry.join(format!("{}-reg.sock", dra::DRIVER)),
+    )
+}
+
+/// Serves the plugin, then registers it (the registration socket appears once the service
+/// answers); runs until the task is aborted.
+pub async fn serve(plugin: Plugin, settings: KubeletPlugin) -> Result<(), PluginError> {
+    let removed = plugin.journal.sweep();
+    if !removed.is_empty() {
+        tracing::warn!(?removed, "removed CDI specs no prepared claim explains");
+    }
+    let (endpoint, registration) = sockets(&settings);
+    let service = listen(&endpoint)?;
+    let dra = tonic::transport::Server::builder()
+        .add_service(DraPluginServer::new(Service(Arc::new(plugin))))
+        .serve_with_incoming(service);
+    let register = listen(&registration)?;
+    let reg = tonic::transport::Server::builder()
+        .add_service(RegistrationServer::new(Registrar { endpoint }))
+        .serve_with_incoming(register);
+    tracing::info!(socket = %registration.display(), "DRA kubelet plugin serving");
+    let result = tokio::try_join!(dra, reg);
+    if let Err(e) = result {
+        tracing::error!("the DRA kubelet plugin stopped: {e}");
+    }
+    Ok(())
+}
