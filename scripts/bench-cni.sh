@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Reproduces the CNI figures in docs/benchmarks.md: spinel vs Debian's host-device, both with
 # host-local IPAM, in one run, alternating; the same job (--core) and with every RoCE step, at
-# concurrency 1 and 16; without IPAM; and the GARP time-to-correct.
+# concurrency 1 and 16; without IPAM; the GARP time-to-correct; and bursts of 8 and 16
+# concurrent ADDs then DELs (a job's start and end).
 # Usage (as root): ./scripts/bench-cni.sh [cycles]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +19,6 @@ $bench --cycles "$cycles"
 $bench --cycles "$((cycles * 16 / 10))" --concurrency 16
 $bench --cycles "$cycles" --no-ipam
 $bench --garp --cycles "$((cycles / 2))"
+# A job's pods starting and ending together: 8 and 16 concurrent ADDs, then DELs.
+$bench --burst 5 --concurrency 8 --core
+$bench --burst 4 --concurrency 16 --core

@@ -18,6 +18,34 @@ if [ "${1:-demo}" = bench ]; then
   # node_exporter as the counters exporter.
   want+=(procps iputils-arping prometheus-node-exporter)
 fi
+# --- kernel tier: QEMU 10 from bookworm-backports (owner: CNI kernel tier, docs/kernel-tier.md) ---
+# Debian 12's QEMU 7.2 has no igb (the 82576 with SR-IOV the SR-IOV kernel tier boots);
+# bookworm-backports serves qemu-system-x86 1:10.0.x. Installed by name from there, with the
+# backports source added when the machine has none.
+if [ "${1:-demo}" = test ]; then
+  qemu_version() { dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null || true; }
+  if ! dpkg --compare-versions "$(qemu_version)" ge 1:8.0 2>/dev/null; then
+    if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+      echo "install-deps: adding Debian's bookworm-backports to the apt sources (for QEMU 10)"
+      cat > /etc/apt/sources.list.d/bookworm-backports.sources <<'SOURCES'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+    fi
+    echo "install-deps: installing qemu-system-x86 from bookworm-backports"
+    apt-get update -qq
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        -t bookworm-backports qemu-system-x86 >/dev/null; then
+      echo "install-deps: cannot install qemu-system-x86 from bookworm-backports; the SR-IOV" \
+        "kernel tier (tests/kernel/tests/sriov.rs) needs QEMU 8.0 or newer for -device igb" >&2
+      exit 1
+    fi
+  fi
+fi
+# --- end kernel tier ---
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

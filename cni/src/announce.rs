@@ -6,8 +6,10 @@
 //! `spinel announce ...`, detached from the runtime (its own process group, no inherited pipes
 //! or locks), which receives the socket as its stdin. Handing the socket over matters: closing
 //! the last reference to a packet socket costs the kernel an RCU grace period (13-15 ms here),
-//! which now happens in the helper, after ADD has returned. Before every round the helper
-//! checks that the interface is still the attachment's, so a DEL or the pod's death ends it.
+//! which now happens in the helper, after ADD has returned. The helper closes it at once and
+//! opens a socket per round, so it never keeps a dead pod's namespace alive between rounds.
+//! Before every round it checks that the interface is still the attachment's, so a DEL or the
+//! pod's death ends it.
 
 use std::net::IpAddr;
 use std::os::fd::{AsFd, OwnedFd};
@@ -126,11 +128,18 @@ pub fn run_followup(args: &[String]) -> ExitCode {
         );
         return ExitCode::FAILURE;
     };
-    let Some(sock) = packet_socket(&a.ifname) else {
+    let Some(handed_over) = packet_socket(&a.ifname) else {
         eprintln!("spinel announce: stdin is not a packet socket");
         return ExitCode::FAILURE;
     };
-    let rounds = Rounds::on_socket(sock, a.mac, &a.addresses);
+    // ADD's socket ends here (closing its last reference costs the kernel a grace period,
+    // which is why ADD hands it over), and nothing stays open in the pod between rounds: a
+    // socket holds its namespace alive, and a pod namespace kept alive only by this helper
+    // would read as a live pod to a DEL asking the kernel about it.
+    drop(handed_over);
+    if let Ok(null) = std::fs::File::open("/dev/null") {
+        let _ = nix::unistd::dup2_stdin(&null);
+    }
     for _ in 0..count {
         std::thread::sleep(interval);
         let Ok(ns) = NetNs::open(&a.netns) else {
@@ -143,7 +152,11 @@ pub fn run_followup(args: &[String]) -> ExitCode {
             .ok()
             .and_then(|mut s| s.link_by_name(&a.ifname).ok().flatten())
             .is_some_and(|l| l.alias.as_deref() == Some(a.marker.as_str()) && l.mac == Some(a.mac));
-        if !still_ours || rounds.round().is_err() {
+        let sent = still_ours
+            && Rounds::open(&ns, &a.ifname, a.mac, &a.addresses)
+                .and_then(|rounds| rounds.round())
+                .is_ok();
+        if !sent {
             return ExitCode::SUCCESS;
         }
     }

@@ -197,9 +197,13 @@ impl Ipam {
             && let Some(obj) = config.as_object_mut()
         {
             obj.insert("cniVersion".into(), Value::String(version.as_str().into()));
-            // A prevResult in a newer format could confuse an older delegate; IPAM plugins do
-            // not use it.
-            obj.remove("prevResult");
+            // The delegate reads prevResult in its own version's format (Debian's static
+            // refuses CHECK without one); one that does not convert is left out.
+            if let Some(prev) = obj.remove("prevResult")
+                && let Ok(result) = crate::spec::result::CniResult::from_json(&prev)
+            {
+                obj.insert("prevResult".into(), result.to_json(version));
+            }
         }
         Ok(config)
     }
@@ -214,6 +218,32 @@ impl Ipam {
     ) -> Result<Pending<'_>, CniError> {
         let config = self.config_for(config, ours)?;
         self.spawn(command, &config, target)
+    }
+
+    /// [`Ipam::start`] on a thread of its own while `work` runs on this one: starting a process
+    /// waits until it has executed its program (milliseconds on a busy node), which would
+    /// otherwise delay `work`, the device's move. Returns both outcomes.
+    pub fn start_beside<'i, T>(
+        ipam: Option<&'i Ipam>,
+        command: &'static str,
+        config: &Value,
+        ours: Version,
+        target: &Target<'_>,
+        work: impl FnOnce() -> T,
+    ) -> (Option<Result<Pending<'i>, CniError>>, T) {
+        std::thread::scope(|s| {
+            let started = ipam.map(|i| s.spawn(move || i.start(command, config, ours, target)));
+            let done = work();
+            let started = started.map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(CniError::new(
+                        ErrorCode::Ipam,
+                        "the thread starting the IPAM plugin panicked",
+                    ))
+                })
+            });
+            (started, done)
+        })
     }
 
     /// ADD: allocates addresses.
@@ -526,5 +556,27 @@ mod tests {
         assert_eq!(fallback_arguments(Some("IP=not-an-ip")), [None]);
         // Nothing to drop: only the bare retry is left.
         assert_eq!(fallback_arguments(Some("K8S_POD_NAME=p")), [None]);
+    }
+
+    /// Debian's static (1.0.0) refuses CHECK without a prevResult: a 1.1.0 configuration's
+    /// prevResult reaches it in its own version's format.
+    #[test]
+    fn an_older_delegate_gets_the_prev_result_in_its_format() {
+        let ipam = Ipam {
+            kind: "static".into(),
+            binary: PathBuf::from("/usr/lib/cni/static"),
+            cni_path: Vec::new(),
+            versions: vec!["0.4.0".into(), "1.0.0".into()],
+            timeout: Duration::from_secs(1),
+        };
+        let prev = serde_json::json!({"cniVersion": "1.1.0",
+            "ips": [{"address": "10.56.0.9/24", "gateway": "10.56.0.1"}]});
+        let conf = serde_json::json!({"cniVersion": "1.1.0", "name": "n", "prevResult": prev});
+        let given = ipam.config_for(&conf, Version::V1_1_0).unwrap();
+        assert_eq!(given["cniVersion"], "1.0.0");
+        assert_eq!(
+            given["prevResult"]["ips"][0]["address"], "10.56.0.9/24",
+            "{given}"
+        );
     }
 }

@@ -101,8 +101,43 @@ pub fn pod_state(node: &mut Node, record: &AttachmentRecord) -> PodState {
     if let Some(ns) = NetNs::find(id) {
         return PodState::Reachable(ns);
     }
-    if record.device.kind().held_outside_host(node, &record.key) {
-        return PodState::Unreachable;
+    let kind = record.device.kind();
+    if !kind.held_outside_host(node, &record.key) {
+        return PodState::Gone;
     }
-    PodState::Gone
+    // The device is not in the host. A VF unbound from its driver or bound to vfio-pci has no
+    // netdev anywhere, so that alone does not say the pod lives: the kernel does.
+    match record
+        .netns_nsid
+        .map(|nsid| namespace_is_dead(&mut node.host, nsid))
+    {
+        Some(Ok(true)) => {
+            tracing::warn!(
+                attachment = %record.key,
+                "{} has no network interface in the host, but its pod's namespace is dead (the host's id {} for it is gone or belongs to another namespace): releasing it",
+                kind.describe(&record.key),
+                record.netns_nsid.unwrap_or_default()
+            );
+            PodState::Gone
+        }
+        Some(Err(e)) => {
+            tracing::warn!(attachment = %record.key, "cannot ask the kernel whether the pod's namespace lives: {e}");
+            PodState::Unreachable
+        }
+        Some(Ok(false)) | None => PodState::Unreachable,
+    }
+}
+
+/// Whether the namespace the host knew by `nsid` is provably dead: the kernel no longer knows
+/// the id, or a namespace reachable from here holds it now (ids are reused; the recorded
+/// namespace, had it been reachable, was found by identity before this is asked). A live id on
+/// a namespace no path reaches is not proof: that may be the pod, held where we cannot see.
+fn namespace_is_dead(
+    host: &mut hostnet::netlink::RouteSocket,
+    nsid: i32,
+) -> Result<bool, hostnet::netlink::NetlinkError> {
+    if !host.nsid_in_use(nsid)? {
+        return Ok(true);
+    }
+    Ok(host.namespace_with_nsid(nsid).is_some())
 }

@@ -64,14 +64,23 @@ pub fn teardown(
         held: Some(held),
     };
     // The address is released while the kernel gives the device back: both mostly wait.
-    let release: Option<Result<Pending<'_>, CniError>> = match &ipam {
-        Some(Ok(ipam)) => Some(ipam.start("DEL", &record.config, record.cni_version, &target)),
-        Some(Err(e)) => Some(Err(e.clone())),
-        None => None,
+    let usable = match &ipam {
+        Some(Ok(ipam)) => Some(ipam),
+        _ => None,
     };
-    tracing::debug!("IPAM release started");
-    release_device(node, record, &pod, &mut errors);
-    tracing::debug!("device released");
+    let (started, ()) = Ipam::start_beside(
+        usable,
+        "DEL",
+        &record.config,
+        record.cni_version,
+        &target,
+        || release_device(node, record, &pod, &mut errors),
+    );
+    let release: Option<Result<Pending<'_>, CniError>> = match &ipam {
+        Some(Err(e)) => Some(Err(e.clone())),
+        _ => started,
+    };
+    tracing::debug!("device released, IPAM release started");
     let address = match (release, &ipam) {
         (Some(Ok(pending)), Some(Ok(ipam))) => pending.wait().map(drop).or_else(|first| {
             ipam.release_with_fallbacks(&record.config, record.cni_version, &target, first)
@@ -181,7 +190,7 @@ pub fn retry_pending_releases(node: &Node, cni_path: &[PathBuf], budget: Option<
         let target = Target {
             container_id: &p.key.container_id,
             ifname: &p.key.ifname,
-            netns: p.netns.as_deref(),
+            netns: p.netns_if_same(),
             cni_args: p.cni_args.as_deref(),
             held: Some(&lock),
         };

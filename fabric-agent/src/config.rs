@@ -58,6 +58,9 @@ pub struct Flags {
     /// Taint the node fabric.spinel.dev/degraded:NoSchedule while its RoCE fabric is unhealthy.
     #[arg(long)]
     pub taint_degraded: bool,
+    /// Publish the node's RoCE devices for Dynamic Resource Allocation (`dra:` in the file).
+    #[arg(long)]
+    pub dra: bool,
     /// Logging.
     #[command(flatten)]
     pub log: spinel_kube::logging::LogArgs,
@@ -78,6 +81,7 @@ struct FileConfig {
     garp: GarpFile,
     health: HealthFile,
     metrics: MetricsFile,
+    dra: crate::dra::settings::DraFile,
     device_plugin: Option<DevicePluginFile>,
 }
 
@@ -87,7 +91,7 @@ struct FileConfig {
 struct DevicePluginFile {
     resource_prefix: Option<String>,
     resources: Vec<DeviceResourceFile>,
-    registry_dir: Option<PathBuf>,
+    plugin_registry: Option<PathBuf>,
     device_info_dir: Option<PathBuf>,
     dev_dir: Option<PathBuf>,
     rescan_seconds: Option<u64>,
@@ -135,6 +139,8 @@ pub struct AgentConfig {
     pub resync: Duration,
     /// The node duties: host routing, announcements, health, metrics.
     pub duties: Duties,
+    /// The DRA driver, when enabled.
+    pub dra: Option<crate::dra::settings::Dra>,
     /// The device plugin, when configured.
     pub device_plugin: Option<DevicePluginConfig>,
 }
@@ -220,6 +226,7 @@ impl AgentConfig {
         if let Some(t) = &transmit {
             t.validate().map_err(ConfigError::Timers)?;
         }
+        let dra = file.dra.resolve(flags.dra)?;
         let duties = DutiesFile {
             routing: file.routing,
             garp: file.garp,
@@ -252,6 +259,7 @@ impl AgentConfig {
             debounce: Duration::from_millis(file.report_debounce_ms.unwrap_or(500).min(60_000)),
             resync: Duration::from_secs(file.resync_seconds.unwrap_or(600).clamp(10, 86_400)),
             duties,
+            dra,
             device_plugin: file.device_plugin.map(device_plugin).transpose()?,
         })
     }
@@ -291,11 +299,16 @@ fn device_plugin(file: DevicePluginFile) -> Result<DevicePluginConfig, ConfigErr
     for r in file.resources {
         let ok_name = !r.name.is_empty()
             && r.name.len() <= 63
-            && r.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && r.name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
             && r.name.as_bytes()[0].is_ascii_alphanumeric()
             && r.name.as_bytes()[r.name.len() - 1].is_ascii_alphanumeric();
         if !ok_name {
-            invalid!("devicePlugin.resources: {:?} is not a resource name", r.name);
+            invalid!(
+                "devicePlugin.resources: {:?} is not a resource name",
+                r.name
+            );
         }
         let name = format!("{prefix}/{}", r.name);
         if resources.iter().any(|x| x.name == name) {
@@ -326,7 +339,7 @@ fn device_plugin(file: DevicePluginFile) -> Result<DevicePluginConfig, ConfigErr
     };
     Ok(DevicePluginConfig {
         resources,
-        registry_dir: dir(file.registry_dir, PLUGINS_REGISTRY, "registryDir")?,
+        registry_dir: dir(file.plugin_registry, PLUGINS_REGISTRY, "pluginRegistry")?,
         device_info_dir: dir(file.device_info_dir, DEVICE_INFO_DIR, "deviceInfoDir")?,
         dev_dir: dir(file.dev_dir, "/dev", "devDir")?,
         rescan: Duration::from_secs(file.rescan_seconds.unwrap_or(10).clamp(1, 3600)),
@@ -444,7 +457,10 @@ mod tests {
         .unwrap();
         assert_eq!(c.resources[0].name, "spinel.dev/rail0");
         assert_eq!(c.resources[1].pfs.len(), 2);
-        assert_eq!(c.registry_dir, PathBuf::from("/var/lib/kubelet/plugins_registry"));
+        assert_eq!(
+            c.registry_dir,
+            PathBuf::from("/var/lib/kubelet/plugins_registry")
+        );
         assert_eq!(
             c.device_info_dir,
             PathBuf::from("/var/run/k8s.cni.cncf.io/devinfo/dp")
@@ -452,13 +468,34 @@ mod tests {
         assert_eq!(c.rescan, Duration::from_secs(10));
         for (bad, says) in [
             ("devicePlugin:\n  resources: []\n", "at least one"),
-            ("devicePlugin:\n  resources:\n  - {name: rail0, pfNames: []}\n", "no pfNames"),
-            ("devicePlugin:\n  resources:\n  - {name: rail0, pfNames: [../x]}\n", "rail0"),
-            ("devicePlugin:\n  resources:\n  - {name: r/0, pfNames: [a]}\n", "resource name"),
-            ("devicePlugin:\n  resources:\n  - {name: r, pfNames: [a]}\n  - {name: r, pfNames: [b]}\n", "twice"),
-            ("devicePlugin:\n  resourcePrefix: k8s.io\n  resources:\n  - {name: r, pfNames: [a]}\n", "kubernetes.io"),
-            ("devicePlugin:\n  resourcePrefix: Spinel\n  resources:\n  - {name: r, pfNames: [a]}\n", "DNS"),
-            ("devicePlugin:\n  registryDir: plugins\n  resources:\n  - {name: r, pfNames: [a]}\n", "absolute"),
+            (
+                "devicePlugin:\n  resources:\n  - {name: rail0, pfNames: []}\n",
+                "no pfNames",
+            ),
+            (
+                "devicePlugin:\n  resources:\n  - {name: rail0, pfNames: [../x]}\n",
+                "rail0",
+            ),
+            (
+                "devicePlugin:\n  resources:\n  - {name: r/0, pfNames: [a]}\n",
+                "resource name",
+            ),
+            (
+                "devicePlugin:\n  resources:\n  - {name: r, pfNames: [a]}\n  - {name: r, pfNames: [b]}\n",
+                "twice",
+            ),
+            (
+                "devicePlugin:\n  resourcePrefix: k8s.io\n  resources:\n  - {name: r, pfNames: [a]}\n",
+                "kubernetes.io",
+            ),
+            (
+                "devicePlugin:\n  resourcePrefix: Spinel\n  resources:\n  - {name: r, pfNames: [a]}\n",
+                "DNS",
+            ),
+            (
+                "devicePlugin:\n  pluginRegistry: plugins\n  resources:\n  - {name: r, pfNames: [a]}\n",
+                "absolute",
+            ),
         ] {
             let err = anyhow::Error::new(load_yaml(bad).unwrap_err());
             assert!(format!("{err:#}").contains(says), "{bad}: {err:#}");

@@ -123,9 +123,7 @@ pub struct VfDevice {
 pub fn scan(sysfs: &Sysfs, dev_dir: &Path, pfs: &[IfName]) -> Vec<VfDevice> {
     let mut out = Vec::new();
     for pf_name in pfs {
-        let vfs = sysfs
-            .pf(pf_name.as_str())
-            .and_then(|pf| sysfs.vfs_of(&pf));
+        let vfs = sysfs.pf(pf_name.as_str()).and_then(|pf| sysfs.vfs_of(&pf));
         let vfs = match vfs {
             Ok(vfs) => vfs,
             Err(e) => {
@@ -136,9 +134,11 @@ pub fn scan(sysfs: &Sysfs, dev_dir: &Path, pfs: &[IfName]) -> Vec<VfDevice> {
         for (_, pci) in vfs {
             let dir = sysfs.root().join("bus/pci/devices").join(pci.as_str());
             let rdma = sysfs.rdma_devices_of(&pci).unwrap_or_default();
-            let mut char_devices: Vec<String> = list(&dir.join("infiniband_verbs"))
-                .into_iter()
-                .map(|v| format!("infiniband/{v}"))
+            // The uverbs node of each RDMA device, found as the DRA plugin finds it.
+            let mut char_devices: Vec<String> = rdma
+                .iter()
+                .filter_map(|r| crate::dra::prepared::uverbs_of(sysfs.root(), r))
+                .filter_map(|d| d.strip_prefix("/dev/").map(str::to_owned))
                 .filter(|d| dev_dir.join(d).exists())
                 .collect();
             if !rdma.is_empty() && dev_dir.join("infiniband/rdma_cm").exists() {
@@ -159,19 +159,6 @@ pub fn scan(sysfs: &Sysfs, dev_dir: &Path, pfs: &[IfName]) -> Vec<VfDevice> {
     out.sort_by(|a, b| a.pci.cmp(&b.pci));
     out.dedup_by(|a, b| a.pci == b.pci);
     out
-}
-
-fn list(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-                .filter(|n| n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 /// The device plugin of one resource.
@@ -222,10 +209,7 @@ impl RailPlugin {
                 .iter()
                 .find(|d| d.pci.as_str() == id)
                 .ok_or_else(|| {
-                    Status::invalid_argument(format!(
-                        "{} has no device {id:?}",
-                        self.resource.name
-                    ))
+                    Status::invalid_argument(format!("{} has no device {id:?}", self.resource.name))
                 })?;
             self.write_device_info(vf)?;
             for dev in &vf.char_devices {
@@ -355,7 +339,12 @@ pub async fn run(
         let found = scan_blocking(&sysfs, &config.dev_dir, &resource.pfs).await;
         tracing::info!(resource = %resource.name, vfs = found.len(), "offering VFs");
         let (tx, rx) = watch::channel(found);
-        let plugin = RailPlugin::new(resource.clone(), rx, &config.device_info_dir, &config.dev_dir);
+        let plugin = RailPlugin::new(
+            resource.clone(),
+            rx,
+            &config.device_info_dir,
+            &config.dev_dir,
+        );
         let server = serve(&plugin, &config.registry_dir)?;
         plugins.push((plugin, tx, server));
     }
@@ -382,7 +371,9 @@ pub async fn run(
             }
         }
     }
-    for (_, _, server) in plugins {
+    for (_, devices, server) in plugins {
+        // The kubelet's ListAndWatch streams end with their sender.
+        drop(devices);
         server.stop().await;
     }
     Ok(())
@@ -438,11 +429,17 @@ mod tests {
             let pci = format!("0000:3b:00.{}", i + 2);
             sysfs.add_vf(PF, i, &pci, Some(&format!("ens1f0v{i}")), "mlx5_core");
             sysfs.add_rdma(&pci, &format!("mlx5_{}", i + 2));
-            let verbs = sysfs.root().join("bus/pci/devices").join(&pci);
-            std::fs::create_dir_all(verbs.join(format!("infiniband_verbs/uverbs{}", i + 2)))
-                .unwrap();
-            std::fs::write(verbs.join("numa_node"), if i == 0 { "1\n" } else { "-1\n" })
-                .unwrap();
+            let verbs = sysfs
+                .root()
+                .join(format!("class/infiniband_verbs/uverbs{}", i + 2));
+            std::fs::create_dir_all(&verbs).unwrap();
+            std::fs::write(verbs.join("ibdev"), format!("mlx5_{}\n", i + 2)).unwrap();
+            let device = sysfs.root().join("bus/pci/devices").join(&pci);
+            std::fs::write(
+                device.join("numa_node"),
+                if i == 0 { "1\n" } else { "-1\n" },
+            )
+            .unwrap();
             std::fs::create_dir_all(dir.join("dev/infiniband")).unwrap();
             std::fs::write(dir.join(format!("dev/infiniband/uverbs{}", i + 2)), "").unwrap();
         }
@@ -500,11 +497,7 @@ mod tests {
             ("DevicePlugin", "spinel.dev/rail0")
         );
         let mut kubelet = DevicePluginClient::new(channel);
-        let mut watch = kubelet
-            .list_and_watch(Empty {})
-            .await
-            .unwrap()
-            .into_inner();
+        let mut watch = kubelet.list_and_watch(Empty {}).await.unwrap().into_inner();
         let first = watch.message().await.unwrap().unwrap();
         let ids: Vec<&str> = first.devices.iter().map(|d| d.id.as_str()).collect();
         assert_eq!(ids, ["0000:3b:00.2", "0000:3b:00.3"]);
@@ -516,8 +509,9 @@ mod tests {
         );
 
         // A third VF appears: the kubelet hears of it.
-        let more = sysfs_with(dir.path(), 3);
-        tx.send_replace(scan(&Sysfs::new(more.root()), &dev, &rail0().pfs));
+        let more = sysfs_with(&dir.path().join("more"), 3);
+        let more_dev = dir.path().join("more/dev");
+        tx.send_replace(scan(&Sysfs::new(more.root()), &more_dev, &rail0().pfs));
         let second = watch.message().await.unwrap().unwrap();
         assert_eq!(second.devices.len(), 3);
 
@@ -532,7 +526,10 @@ mod tests {
             .into_inner();
         let container = &response.container_responses[0];
         assert_eq!(
-            container.envs.get("PCIDEVICE_SPINEL_DEV_RAIL0").map(String::as_str),
+            container
+                .envs
+                .get("PCIDEVICE_SPINEL_DEV_RAIL0")
+                .map(String::as_str),
             Some("0000:3b:00.3")
         );
         let paths: Vec<&str> = container
@@ -540,7 +537,10 @@ mod tests {
             .iter()
             .map(|d| d.container_path.as_str())
             .collect();
-        assert_eq!(paths, ["/dev/infiniband/uverbs3", "/dev/infiniband/rdma_cm"]);
+        assert_eq!(
+            paths,
+            ["/dev/infiniband/uverbs3", "/dev/infiniband/rdma_cm"]
+        );
         let file = info_dir.join("spinel.dev-rail0-0000:3b:00.3-device.json");
         let written: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();

@@ -1,5 +1,5 @@
-//! What every kubelet plugin the agent serves shares (its device plugin today; a DRA driver
-//! would be another): gRPC on a unix socket, and the kubelet's plugin watcher registration.
+//! What every kubelet plugin the agent serves shares (its device plugin, its DRA driver's
+//! kubelet plugin): gRPC on a unix socket, and the kubelet's plugin watcher registration.
 //!
 //! The kubelet's plugin manager watches `/var/lib/kubelet/plugins_registry`; for each socket
 //! that appears it calls `GetInfo` (the plugin's kind, name, endpoint and API versions), hands
@@ -22,7 +22,8 @@ use tonic::{Request, Response, Status};
 /// The generated messages and services.
 #[allow(missing_docs, clippy::all, clippy::pedantic, unreachable_pub)]
 pub mod proto {
-    /// `k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1`.
+    /// `k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1`. (The DRA service is
+    /// [`crate::dra::kubelet_api`].)
     pub mod deviceplugin {
         tonic::include_proto!("v1beta1");
     }
@@ -81,7 +82,7 @@ pub enum PluginKind {
 
 impl PluginKind {
     /// The watcher's name for it.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Self::DevicePlugin => "DevicePlugin",
             Self::DraPlugin => "DRAPlugin",
@@ -176,6 +177,9 @@ pub fn bind(path: &Path) -> Result<UnixListener, PluginSocketError> {
     UnixListener::bind(path).map_err(listen)
 }
 
+/// How long [`SocketServer::stop`] lets calls in flight finish.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A gRPC server on a unix socket. Stopping it (or dropping it) stops serving; [`Self::stop`]
 /// also removes the socket, which unregisters a plugin from the kubelet.
 #[derive(Debug)]
@@ -207,6 +211,24 @@ impl SocketServer {
         })
     }
 
+    /// Serves until the server fails (or forever); the socket stays.
+    pub async fn wait(&mut self) -> Result<(), tonic::transport::Error> {
+        match self.task.as_mut() {
+            Some(task) => {
+                let result = task.await;
+                self.task = None;
+                match result {
+                    Ok(served) => served,
+                    Err(e) => {
+                        tracing::warn!(socket = %self.path.display(), "gRPC server task: {e}");
+                        Ok(())
+                    }
+                }
+            }
+            None => Ok(()),
+        }
+    }
+
     /// The socket.
     pub fn path(&self) -> &Path {
         &self.path
@@ -218,17 +240,24 @@ impl SocketServer {
         self.inode.is_some() && inode_of(&self.path) == self.inode
     }
 
-    /// Stops serving and removes the socket if it is still this server's.
+    /// Stops serving and removes the socket if it is still this server's. Calls in flight get
+    /// [`STOP_GRACE`] to finish (a stream the client keeps open, such as the kubelet's
+    /// `ListAndWatch`, never does), then the server is aborted.
     pub async fn stop(mut self) {
         let in_place = self.socket_in_place();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        if let Some(task) = self.task.take() {
-            match task.await {
-                Ok(Err(e)) => tracing::warn!(socket = %self.path.display(), "gRPC server: {e}"),
-                Err(e) => tracing::warn!(socket = %self.path.display(), "gRPC server task: {e}"),
-                Ok(Ok(())) => {}
+        if let Some(mut task) = self.task.take() {
+            match tokio::time::timeout(STOP_GRACE, &mut task).await {
+                Ok(Ok(Err(e))) => {
+                    tracing::warn!(socket = %self.path.display(), "gRPC server: {e}");
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(socket = %self.path.display(), "gRPC server task: {e}")
+                }
+                Ok(Ok(Ok(()))) => {}
+                Err(_) => task.abort(),
             }
         }
         if in_place {

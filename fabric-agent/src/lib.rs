@@ -16,6 +16,8 @@
 //!   every pod the CNI attached on that NIC;
 //! - [`roce_health`], [`shielding`], [`node_condition`]: RoCE health per NIC (from
 //!   [`readings`]) as report findings, the `RoCEFabricReady` condition and the degraded taint;
+//! - [`dra`]: the node's RoCE devices as a Dynamic Resource Allocation driver's
+//!   ResourceSlices, with per-NIC health as device taints;
 //! - [`metrics`], [`probes`]: Prometheus metrics and what `/healthz`, `/readyz` answer;
 //! - [`device_plugin`]: the rails' VFs as extended resources for the kubelet (on the gRPC
 //!   plumbing of [`kubelet_plugin`]);
@@ -26,6 +28,7 @@ pub mod announcements;
 pub mod config;
 pub mod config_error;
 pub mod device_plugin;
+pub mod dra;
 pub mod duties;
 pub mod host_routing;
 pub mod kernel_events;
@@ -226,6 +229,7 @@ async fn serve(
         config.labels.clone(),
         republish,
     ));
+    let driver = dra::start(&config, &client, &tx);
     let metrics = metrics::Metrics::new(config.sysfs_root.clone(), ethtool);
     let running = duties::start(
         &config,
@@ -240,6 +244,9 @@ async fn serve(
     tracing::info!("stopping; host routes, rules and labels stay in place");
     stop.store(true, Ordering::Relaxed);
     running.stop();
+    if let Some(driver) = driver {
+        driver.stop();
+    }
     publisher.abort();
     labeler.abort();
     let _ = nic_watch.join();

@@ -5,11 +5,16 @@
 //!
 //! - `model`: the baseline on equal work, topo-discovery alone as `spinelctl topo infer` runs
 //!   it: build from the same tables, infer, node labels, HyperNodes and the Kueue Topology;
-//! - `full`: the controller's recompute (`desired::compute`: inference, every node's status,
+//! - `full`: the whole recompute (`desired::compute`: a model from nothing, every node's status,
 //!   HyperNodes, Topology, Events, summary) and its plan against a cluster that already holds
 //!   it (no write);
-//! - `change`: one node's report changes (its two first cables swapped): take it in, recompute,
-//!   plan; the plan is the node's status, the summary and the Events, and nothing else.
+//! - `change/full`: one node's report changes (its two first cables swapped, or back): parse it,
+//!   take it in, recompute everything, plan everything;
+//! - `change`: the same change as the controller handles it now: parse the report, take it into
+//!   the live model, bring the touched statuses and HyperNodes up to date, plan from them. The
+//!   plan is the node's status, the summary and the Events, and nothing else (asserted);
+//! - `leaf-reboot` (with `SPINEL_BENCH_REBOOT=1`): one leaf's 32 nodes lose that leaf and its
+//!   table goes, then all comes back: both batches, from arrival to the plan.
 //!
 //! `cargo bench -p spinel-fabric-controller --bench controller`
 //!
@@ -21,12 +26,15 @@
 use std::collections::{BTreeMap, HashSet};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use spinel_api::crd::{NicReport, NodeFabric, NodeFabricSpec};
 use spinel_api::labels::LabelOptions;
-use spinel_fabric_controller::desired::{self, Desired, Settings};
+use spinel_fabric_controller::desired::{self, Desired, Model, Settings};
 use spinel_fabric_controller::inputs::switches::parse_entry;
 use spinel_fabric_controller::inputs::{HostTable, Inputs, NodeReport};
-use spinel_fabric_controller::publish::{Observed, Write, plan};
+use spinel_fabric_controller::publish::{Observed, Write, plan, plan_changes};
 use spinel_wire::neighbor::{NeighborTable, Role};
+use topo_discovery::fabric::live::LiveFabric;
 use topo_discovery::fabric::synthetic::SyntheticSpec;
 use topo_discovery::fabric::{RailKey, kueue, labels, volcano};
 
@@ -56,7 +64,7 @@ fn inputs(spec: &SyntheticSpec) -> Inputs {
             let key = format!("{}.json", t.observer.name);
             switches.insert(
                 key.clone(),
-                parse_entry(&key, serde_json::to_vec(&t).unwrap()),
+                parse_entry(&key, &key, serde_json::to_vec(&t).unwrap()),
             );
         } else {
             let name = t.observer.name.clone();
@@ -67,12 +75,45 @@ fn inputs(spec: &SyntheticSpec) -> Inputs {
     inputs
 }
 
-/// Node 0's report after a technician swapped its first two cables.
-fn swapped(spec: &SyntheticSpec) -> (String, NodeReport) {
+/// The `NodeFabric` object an agent publishes for `table`, at `generation`.
+fn object(spec: &SyntheticSpec, table: &NeighborTable, generation: i64) -> NodeFabric {
+    let name = table.observer.name.clone();
+    let mut nf = NodeFabric::new(
+        &name,
+        NodeFabricSpec {
+            node_name: name.clone(),
+            agent_version: "bench".into(),
+            nics: (0..spec.rails)
+                .map(|k| NicReport {
+                    name: spec.nic_name(k),
+                    mtu: 9000,
+                    carrier: true,
+                    ..NicReport::default()
+                })
+                .collect(),
+            lldp: serde_json::to_value(table).unwrap(),
+            lldp_frames_ignored: 0,
+            health: Vec::new(),
+        },
+    );
+    nf.metadata = ObjectMeta {
+        name: Some(name.clone()),
+        uid: Some(format!("uid-{name}")),
+        generation: Some(generation),
+        ..ObjectMeta::default()
+    };
+    nf
+}
+
+/// Node 0's objects: its first two cables swapped, and as cabled.
+fn swap_objects(spec: &SyntheticSpec) -> [NodeFabric; 2] {
     let mut table = spec.host_table(0);
     let (a, b) = table.ports.split_at_mut(1);
     std::mem::swap(&mut a[0].neighbors, &mut b[0].neighbors);
-    (table.observer.name.clone(), report(spec, &table, 2))
+    [
+        object(spec, &table, 2),
+        object(spec, &spec.host_table(0), 3),
+    ]
 }
 
 /// What the API server holds once every write of `d` went through.
@@ -100,16 +141,51 @@ fn written(d: &Desired) -> (Observed, HashSet<String>) {
     (o, d.events.iter().map(|e| e.name.clone()).collect())
 }
 
-/// One change, as the controller's loop handles it: take the report in, recompute, plan.
+/// One change, as the controller's loop handled it before the live model: take the report
+/// in, recompute everything, plan everything.
 fn one_change(
     mut inputs: Inputs,
-    change: &(String, NodeReport),
+    nf: &NodeFabric,
     observed: &Observed,
     emitted: &HashSet<String>,
 ) -> Vec<Write> {
-    assert!(inputs.upsert_node(change.0.clone(), change.1.clone()));
+    let (name, report) = NodeReport::from_object(nf).unwrap();
+    assert!(inputs.upsert_node(name, report));
     let d = desired::compute(&inputs, &settings());
     plan(&d, observed, "default", emitted)
+}
+
+/// The controller's state at rest: inputs, the live model over them, and what the server
+/// holds once the model's first desired state was written.
+struct Live {
+    inputs: Inputs,
+    model: Model,
+    observed: Observed,
+    emitted: HashSet<String>,
+}
+
+fn live(mut inputs: Inputs) -> Live {
+    let mut model = Model::new(&inputs);
+    assert!(model.update(&mut inputs, &settings()).is_none());
+    let (observed, emitted) = written(model.desired().unwrap());
+    Live {
+        inputs,
+        model,
+        observed,
+        emitted,
+    }
+}
+
+/// Changes as the controller handles them now: parse the objects, take them into the live
+/// model, plan from what it touched.
+fn live_change(l: &mut Live, objects: &[NodeFabric]) -> Vec<Write> {
+    for nf in objects {
+        let (name, report) = NodeReport::from_object(nf).unwrap();
+        l.inputs.upsert_node(name, report);
+    }
+    let dirty = l.model.update(&mut l.inputs, &settings());
+    let d = l.model.desired().unwrap();
+    plan_changes(d, &l.observed, "default", &l.emitted, dirty.as_ref())
 }
 
 /// The writes one change must cause: node 0's status, the summary and its Events only.
@@ -137,9 +213,12 @@ fn bench(c: &mut Criterion) {
     for hosts in [1_000usize, 10_000, 100_000] {
         let spec = SyntheticSpec::rail_optimized(hosts);
         let inputs = inputs(&spec);
-        group.bench_with_input(BenchmarkId::new("model", hosts), &inputs, |b, inputs| {
+        let mut reference = LiveFabric::new(RailKey::NicName);
+        reference.apply(inputs.all_changes());
+        let options = reference.options();
+        group.bench_with_input(BenchmarkId::new("model", hosts), &reference, |b, r| {
             b.iter(|| {
-                let fabric = inputs.builder().infer(inputs.options());
+                let fabric = r.builder().0.infer(&options);
                 (
                     labels::node_labels(&fabric, &label_options),
                     volcano::hypernodes(&fabric, &label_options),
@@ -147,6 +226,7 @@ fn bench(c: &mut Criterion) {
                 )
             });
         });
+        drop(reference);
         let before = desired::compute(&inputs, &settings());
         let (observed, emitted) = written(&before);
         group.bench_with_input(BenchmarkId::new("full", hosts), &inputs, |b, inputs| {
@@ -157,20 +237,110 @@ fn bench(c: &mut Criterion) {
                 d
             });
         });
-        let change = swapped(&spec);
+        let [swap, back] = swap_objects(&spec);
+        let node = spec.host_name(0);
         check_change(
-            &one_change(inputs.clone(), &change, &observed, &emitted),
-            &change.0,
+            &one_change(inputs.clone(), &swap, &observed, &emitted),
+            &node,
         );
-        group.bench_with_input(BenchmarkId::new("change", hosts), &inputs, |b, inputs| {
+        group.bench_with_input(
+            BenchmarkId::new("change/full", hosts),
+            &inputs,
+            |b, inputs| {
+                b.iter_batched(
+                    || inputs.clone(),
+                    |i| one_change(i, &swap, &observed, &emitted),
+                    BatchSize::LargeInput,
+                );
+            },
+        );
+        drop((observed, emitted, before));
+        let mut l = live(inputs.clone());
+        check_change(&live_change(&mut l, std::slice::from_ref(&swap)), &node);
+        check_change(&live_change(&mut l, std::slice::from_ref(&back)), &node);
+        let mut generation = 4;
+        group.bench_function(BenchmarkId::new("change", hosts), |b| {
             b.iter_batched(
-                || inputs.clone(),
-                |i| one_change(i, &change, &observed, &emitted),
-                BatchSize::LargeInput,
+                || {
+                    // Swap, or swap back: one node's change each time, a new generation.
+                    let mut nf = if generation % 2 == 0 {
+                        swap.clone()
+                    } else {
+                        back.clone()
+                    };
+                    nf.metadata.generation = Some(generation);
+                    generation += 1;
+                    nf
+                },
+                |nf| live_change(&mut l, std::slice::from_ref(&nf)),
+                BatchSize::SmallInput,
             );
         });
+        let (fast, full) = l.model.stats();
+        assert!(
+            full <= 1,
+            "every change took the host-local path ({fast} fast, {full} full)"
+        );
+        if std::env::var_os("SPINEL_BENCH_REBOOT").is_some() {
+            bench_reboot(&mut group, &spec, &inputs, hosts);
+        }
     }
     group.finish();
+}
+
+/// One leaf reboots: its 32 nodes' reports lose it and its table goes, then all comes back.
+fn bench_reboot(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    spec: &SyntheticSpec,
+    inputs: &Inputs,
+    hosts: usize,
+) {
+    let leaf = 0usize;
+    let key = format!("{}.json", spec.leaf_name(leaf));
+    let down: Vec<NodeFabric> = (0..spec.hosts_per_group)
+        .map(|h| {
+            let mut t = spec.host_table(h);
+            t.ports[leaf % spec.rails].neighbors.clear();
+            object(spec, &t, 10)
+        })
+        .collect();
+    let up: Vec<NodeFabric> = (0..spec.hosts_per_group)
+        .map(|h| object(spec, &spec.host_table(h), 11))
+        .collect();
+    let leaf_entry = parse_entry(
+        &key,
+        &key,
+        serde_json::to_vec(&spec.leaf_table(leaf)).unwrap(),
+    );
+    let mut l = live(inputs.clone());
+    let mut generation = 12;
+    group.bench_function(BenchmarkId::new("leaf-reboot", hosts), |b| {
+        b.iter_batched(
+            || generation,
+            |g| {
+                let mut entries: BTreeMap<String, _> = l
+                    .inputs
+                    .switch_entries()
+                    .map(|(k, e)| (k.clone(), e.clone()))
+                    .collect();
+                let back = entries.clone();
+                entries.remove(&key);
+                l.inputs.set_switch_source("configmap", entries);
+                let mut d = down.clone();
+                d.iter_mut().for_each(|o| o.metadata.generation = Some(g));
+                let w1 = live_change(&mut l, &d);
+                l.inputs.set_switch_source("configmap", back);
+                let mut u = up.clone();
+                u.iter_mut()
+                    .for_each(|o| o.metadata.generation = Some(g + 1));
+                let w2 = live_change(&mut l, &u);
+                (w1, w2)
+            },
+            BatchSize::SmallInput,
+        );
+        generation += 2;
+    });
+    let _ = &leaf_entry;
 }
 
 /// `VmHWM` and `VmRSS` of this process, in MiB.
@@ -195,19 +365,19 @@ fn measure_memory(hosts: usize) {
     let (_, base) = memory();
     let inputs = inputs(&spec);
     let (_, with_inputs) = memory();
-    let before = desired::compute(&inputs, &settings());
-    let (observed, emitted) = written(&before);
-    let change = swapped(&spec);
-    let writes = one_change(inputs.clone(), &change, &observed, &emitted);
-    check_change(&writes, &change.0);
+    let mut l = live(inputs);
+    let [swap, _] = swap_objects(&spec);
+    let writes = live_change(&mut l, std::slice::from_ref(&swap));
+    check_change(&writes, &spec.host_name(0));
     let (peak, rss) = memory();
     println!(
         "controller memory at {hosts} nodes: inputs {:.1} MiB, held state {:.1} MiB \
-         (inputs, desired, observed), peak RSS {peak:.1} MiB (process at start {base:.1} MiB)",
+         (inputs, live model, desired, observed), peak RSS {peak:.1} MiB (process at start \
+         {base:.1} MiB)",
         with_inputs - base,
         rss - base,
     );
-    drop((inputs, before, observed));
+    drop(l);
 }
 
 criterion_group!(benches, bench);

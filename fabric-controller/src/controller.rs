@@ -1,7 +1,9 @@
 //! The controller's state and loop: watch messages update the inputs and the observed view;
-//! when every watch has listed once, inputs that changed are inferred again, and while this
-//! replica leads, what differs from the desired state is written. Messages that arrive
-//! together are taken together, so a burst of changes costs one inference.
+//! when every watch has listed once, the reports that changed go into the live model, and
+//! while this replica leads, what differs from the desired state is written, looking at the
+//! nodes and HyperNodes a change touched (or the server changed) only; an iteration without
+//! any change compares everything. Messages that arrive together are taken together, so a
+//! burst of changes costs one model update.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use spinel_kube::backoff::Backoff;
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument as _;
 
-use crate::desired::{self, Desired, Settings};
+use crate::desired::{Desired, Dirty, Model, Settings};
 use crate::inputs::{Inputs, NodeReport, SwitchEntry};
 use crate::metrics::Metrics;
 use crate::observed::rv_of;
@@ -32,7 +34,11 @@ pub struct Controller {
     inputs: Inputs,
     observed: Observed,
     emitted: HashSet<String>,
-    desired: Option<Desired>,
+    model: Model,
+    /// What to compare at the next plan: touched by a model update or changed on the server.
+    dirty: Dirty,
+    /// Compare everything at the next plan (a relist, a model inferred again).
+    compare_all: bool,
     stale: bool,
     node_list: Option<Vec<(String, NodeReport)>>,
     nodes_listed: bool,
@@ -61,10 +67,12 @@ impl Controller {
         Self {
             settings,
             fabric_name,
+            model: Model::new(&inputs),
             inputs,
             observed: Observed::default(),
             emitted: HashSet::new(),
-            desired: None,
+            dirty: Dirty::default(),
+            compare_all: true,
             stale: true,
             node_list: None,
             nodes_listed: false,
@@ -77,7 +85,15 @@ impl Controller {
     pub fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::NodeFabric(e) => self.node_fabric(e),
-            Msg::HyperNode(e) => observe(&mut self.observed.hypernodes, e, Clone::clone),
+            Msg::HyperNode(e) => {
+                match touched(&e) {
+                    Some(name) => {
+                        self.dirty.hypernodes.insert(name);
+                    }
+                    None => self.compare_all = true,
+                }
+                observe(&mut self.observed.hypernodes, e, Clone::clone);
+            }
             Msg::Topology(e) => observe(&mut self.observed.topologies, e, Clone::clone),
             Msg::Fabric(e) => observe(&mut self.observed.fabrics, e, |f| f.status.clone()),
             Msg::SwitchConfigMap(e) => self.config_map(e),
@@ -95,6 +111,7 @@ impl Controller {
             Event::Init => {
                 self.node_list = Some(Vec::new());
                 self.observed.statuses.begin_list();
+                self.compare_all = true;
             }
             Event::InitApply(nf) => {
                 let rv = rv_of(&nf);
@@ -114,12 +131,14 @@ impl Controller {
             Event::Apply(nf) => {
                 let rv = rv_of(&nf);
                 if let Some((name, report)) = NodeReport::from_object(&nf) {
+                    self.dirty.nodes.insert(name.clone());
                     self.observed.statuses.apply(name.clone(), rv, nf.status);
                     self.stale |= self.inputs.upsert_node(name, report);
                 }
             }
             Event::Delete(nf) => {
                 if let Some(name) = nf.meta().name.as_deref() {
+                    self.dirty.nodes.insert(name.to_owned());
                     self.observed.statuses.delete(name);
                     self.stale |= self.inputs.remove_node(name);
                 }
@@ -159,19 +178,31 @@ impl Controller {
         self.nodes_listed && self.pending_sources.is_empty() && self.observed.listed()
     }
 
-    /// Infers again if the inputs changed; true when it did.
+    /// Takes the changed reports into the model if the inputs changed; true when it did.
     pub fn recompute(&mut self) -> bool {
-        if !self.stale && self.desired.is_some() {
+        if !self.stale && self.model.desired().is_some() {
             return false;
         }
         let start = Instant::now();
-        let desired = desired::compute(&self.inputs, &self.settings);
+        let before = self.model.desired().map(|d| d.fabric.clone());
+        match self.model.update(&mut self.inputs, &self.settings) {
+            Some(d) => {
+                self.dirty.nodes.extend(d.nodes);
+                self.dirty.hypernodes.extend(d.hypernodes);
+            }
+            None => self.compare_all = true,
+        }
+        let (fast, full) = self.model.stats();
         tracing::debug!(
             nodes = self.inputs.reports().len(),
             ms = start.elapsed().as_secs_f64() * 1e3,
-            "inferred the fabric"
+            fast,
+            full,
+            "model updated"
         );
-        if self.desired.as_ref().map(|d| &d.fabric) != Some(&desired.fabric) {
+        if let Some(desired) = self.model.desired()
+            && before.as_ref() != Some(&desired.fabric)
+        {
             let f = &desired.fabric;
             tracing::info!(
                 hosts = f.hosts,
@@ -183,22 +214,24 @@ impl Controller {
                 "fabric inferred"
             );
         }
-        self.desired = Some(desired);
         self.stale = false;
         true
     }
 
-    /// The writes that would bring the cluster to the desired state.
+    /// The writes that would bring the cluster to the desired state: for what changed since
+    /// the last publication, or for everything when nothing did.
     pub fn plan(&self) -> Vec<Write> {
-        match &self.desired {
-            Some(d) => publish::plan(d, &self.observed, &self.fabric_name, &self.emitted),
-            None => Vec::new(),
-        }
+        let Some(d) = self.model.desired() else {
+            return Vec::new();
+        };
+        let empty = self.dirty.nodes.is_empty() && self.dirty.hypernodes.is_empty();
+        let dirty = (!self.compare_all && !empty).then_some(&self.dirty);
+        publish::plan_changes(d, &self.observed, &self.fabric_name, &self.emitted, dirty)
     }
 
     /// The desired state, once computed.
     pub fn desired(&self) -> Option<&Desired> {
-        self.desired.as_ref()
+        self.model.desired()
     }
 
     /// Reports and switch tables in the inputs.
@@ -212,6 +245,10 @@ impl Controller {
     /// Writes the plan with `writer`.
     pub async fn publish(&mut self, writer: &Writer) -> publish::Outcome {
         let writes = self.plan();
+        // What was touched is planned now; a failed write shows again in the next plan,
+        // which compares everything when nothing else changed.
+        self.dirty = Dirty::default();
+        self.compare_all = false;
         if writes.is_empty() {
             return publish::Outcome::default();
         }
@@ -229,6 +266,14 @@ impl Controller {
             "published"
         );
         outcome
+    }
+}
+
+/// The object a watch event is about; `None` for the events of a (re)list.
+fn touched<K: kube::Resource>(e: &Event<K>) -> Option<String> {
+    match e {
+        Event::Apply(o) | Event::Delete(o) => o.meta().name.clone(),
+        Event::Init | Event::InitApply(_) | Event::InitDone => None,
     }
 }
 

@@ -45,7 +45,7 @@ fn inputs(lab: &Lab) -> Inputs {
         if t.observer.role == Some(Role::Switch) {
             let bytes = serde_json::to_vec(&t).unwrap();
             let key = format!("{}.json", t.observer.name);
-            switches.insert(key.clone(), parse_entry(&key, bytes));
+            switches.insert(key.clone(), parse_entry(&key, &key, bytes));
         } else {
             let name = t.observer.name.clone();
             inputs.upsert_node(name.clone(), report(lab, &name, 1));
@@ -201,6 +201,25 @@ fn hypernodes_of_other_sources_are_left_alone_and_ours_are_removed_when_stale() 
             .iter()
             .any(|f| f.kind == "hypernode_conflict" && f.message.contains(name.as_str()))
     );
+    // Planned from what changed (here: nothing of the HyperNodes), the summary is the same:
+    // the conflict is counted whatever changed, so the summary does not flip between plans.
+    let dirty = spinel_fabric_controller::desired::Dirty::default();
+    let only = spinel_fabric_controller::publish::plan_changes(
+        &d,
+        &observed,
+        "default",
+        &emitted,
+        Some(&dirty),
+    );
+    let summary = only.iter().find_map(|w| match w {
+        Write::FabricStatus(_, s) => Some(s),
+        _ => None,
+    });
+    assert_eq!(summary, Some(status));
+    assert!(
+        !only.iter().any(|w| matches!(w, Write::DeleteHyperNode(_))),
+        "a stale HyperNode no change touched waits for a plan of everything"
+    );
 }
 
 #[test]
@@ -223,4 +242,45 @@ fn with_no_host_placed_the_outputs_are_held_and_unusable_reports_named() {
     assert!(h3.labels.is_empty());
     assert_eq!(h3.findings[0].kind, "unusable_report");
     assert!(d.events.iter().any(|e| e.reason == "UnusableReport"));
+}
+
+#[test]
+fn the_live_model_plans_a_swapped_host_like_a_full_recompute() {
+    use spinel_fabric_controller::desired::Model;
+    use spinel_fabric_controller::publish::plan_changes;
+    let lab = Lab::two_rail_groups();
+    let mut inputs = inputs(&lab);
+    let mut model = Model::new(&inputs);
+    assert!(
+        model.update(&mut inputs, &settings()).is_none(),
+        "first: everything"
+    );
+    let (observed, emitted) = written(model.desired().unwrap());
+
+    let [nic0, nic1] = TWO_RAIL_NICS;
+    let mut moved = lab.clone();
+    moved
+        .uncable("h1", nic0)
+        .uncable("h1", nic1)
+        .cable("h1", nic0, "leaf2", "swp1")
+        .cable("h1", nic1, "leaf1", "swp1");
+    assert!(inputs.upsert_node("h1".into(), report(&moved, "h1", 2)));
+    let dirty = model.update(&mut inputs, &settings());
+    let dirty = dirty.expect("a swap is taken in host by host");
+    assert!(dirty.nodes.contains("h1"), "{dirty:?}");
+    assert_eq!(model.stats(), (1, 1));
+    let live = model.desired().unwrap();
+    let full = desired::compute(&inputs, &settings());
+    assert_eq!(
+        live, &full,
+        "the live model's desired state is the full recompute's"
+    );
+    let writes = plan_changes(live, &observed, "default", &emitted, Some(&dirty));
+    assert_eq!(writes, plan(&full, &observed, "default", &emitted));
+    assert!(
+        writes
+            .iter()
+            .any(|w| matches!(w, Write::NodeStatus(n, _) if n == "h1")),
+        "{writes:?}"
+    );
 }

@@ -38,6 +38,53 @@ fn nsfs_mounts() -> Vec<PathBuf> {
         .collect()
 }
 
+/// Every path through which a network namespace is held alive and reachable from here, each
+/// namespace once, cheapest first: `/run/netns`, any nsfs mount, a process or thread living in
+/// it, an open descriptor. Lazy: a caller that stops early skips the walks of `/proc`.
+pub(crate) fn held_namespace_paths() -> impl Iterator<Item = PathBuf> {
+    let named = ["/run/netns", "/var/run/netns"]
+        .into_iter()
+        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
+        .map(|e| e.path());
+    let pids = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            })
+    };
+    let tasks = pids().flat_map(|pid| {
+        let threads = std::fs::read_dir(pid.join("task")).into_iter().flatten();
+        std::iter::once(pid.clone())
+            .chain(threads.flatten().map(|t| t.path()))
+            .map(|t| t.join("ns/net"))
+    });
+    let descriptors = pids().flat_map(|pid| {
+        std::fs::read_dir(pid.join("fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|fd| fd.path())
+            .filter(|fd| {
+                std::fs::read_link(fd).is_ok_and(|l| l.to_string_lossy().starts_with("net:["))
+            })
+    });
+    let mut seen = std::collections::HashSet::new();
+    named
+        .chain(nsfs_mounts())
+        .chain(tasks)
+        .chain(descriptors)
+        .filter(move |path| {
+            std::fs::metadata(path)
+                .is_ok_and(|m| m.file_type().is_file() && seen.insert((m.dev(), m.ino())))
+        })
+}
+
 /// mountinfo escapes space, tab, newline and backslash as `\ooo`.
 fn unescape_mountinfo(field: &str) -> String {
     let mut out = String::with_capacity(field.len());
@@ -280,63 +327,11 @@ impl NetNs {
     /// mount namespace we cannot see. Costs a walk of `/proc`: for the rare case where the path
     /// a namespace was known by no longer leads to it.
     pub fn find(id: NsId) -> Option<Self> {
-        let matches = |path: &Path| {
-            std::fs::metadata(path).is_ok_and(|m| m.dev() == id.dev && m.ino() == id.ino)
-        };
-        let open = |path: &Path| Self::open(path).ok().filter(|ns| ns.is(&id));
-        for dir in ["/run/netns", "/var/run/netns"] {
-            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                if matches(&entry.path())
-                    && let Some(ns) = open(&entry.path())
-                {
-                    return Some(ns);
-                }
-            }
-        }
-        for mount in nsfs_mounts() {
-            if matches(&mount)
-                && let Some(ns) = open(&mount)
-            {
-                return Some(ns);
-            }
-        }
-        let pids: Vec<PathBuf> = std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        held_namespace_paths()
+            .filter(|path| {
+                std::fs::metadata(path).is_ok_and(|m| m.dev() == id.dev && m.ino() == id.ino)
             })
-            .collect();
-        for pid in &pids {
-            let tasks = std::fs::read_dir(pid.join("task")).into_iter().flatten();
-            for task in std::iter::once(pid.clone()).chain(tasks.flatten().map(|t| t.path())) {
-                let path = task.join("ns/net");
-                if matches(&path)
-                    && let Some(ns) = open(&path)
-                {
-                    return Some(ns);
-                }
-            }
-        }
-        let wanted = format!("net:[{}]", id.ino);
-        for pid in &pids {
-            for fd in std::fs::read_dir(pid.join("fd"))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                if std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == wanted.as_str())
-                    && let Some(ns) = open(&fd.path())
-                {
-                    return Some(ns);
-                }
-            }
-        }
-        None
+            .find_map(|path| Self::open(&path).ok().filter(|ns| ns.is(&id)))
     }
 
     /// The namespace's cookie (`SO_NETNS_COOKIE`), never reused while the system runs.

@@ -352,6 +352,11 @@ impl Sysfs {
         })
     }
 
+    /// The driver bound to the PCI function at `pci` (a PF's, to name it in messages).
+    pub fn driver_of(&self, pci: &PciAddress) -> Result<Driver, SriovError> {
+        self.driver(&self.device_dir(pci))
+    }
+
     /// The RDMA devices of the PCI function at `pci` (`infiniband/` under its sysfs entry).
     pub fn rdma_devices_of(&self, pci: &PciAddress) -> Result<Vec<String>, SriovError> {
         self.list_names(&self.device_dir(pci).join("infiniband"))

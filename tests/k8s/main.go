@@ -59,6 +59,8 @@ func main() {
 			os.Exit(kubeletMain(os.Args[2:]))
 		case "node-kubeconfig":
 			os.Exit(nodeKubeconfigMain(os.Args[2:]))
+		case "resourceclaim-controller":
+			os.Exit(claimControllerMain(os.Args[2:]))
 		}
 	}
 	var c config

@@ -529,3 +529,32 @@ fn finding_names_in_text_match_the_json() {
         );
     }
 }
+
+#[test]
+fn a_leaf_that_lost_every_host_stays_a_leaf_and_relabels_nobody_else() {
+    // leaf1 reboots: h1..h4's first NICs see nothing, the spines' tables still show leaf1.
+    let before = run(&Lab::two_rail_groups());
+    let mut lab = Lab::two_rail_groups();
+    for h in 1..=4 {
+        let host = format!("h{h}");
+        let t = lab.table_mut(&host).unwrap();
+        t.ports
+            .iter_mut()
+            .filter(|p| p.port == NIC0)
+            .for_each(|p| p.neighbors.clear());
+    }
+    lab.drop_table("leaf1");
+    let f = run(&lab);
+    let leaf1 = f.switch(f.switch_by_name("leaf1").unwrap());
+    assert_eq!(
+        leaf1.tier,
+        Some(1),
+        "a leaf without hosts, not a tier above the spines"
+    );
+    assert_eq!(f.depth, 2);
+    for h in 5..=8 {
+        let host = format!("h{h}");
+        assert_eq!(domain_of(&f, &host), domain_of(&before, &host), "{host}");
+    }
+    assert_eq!(domain_of(&f, "h1"), ["spine1-2.leaf2", "spine1-2"]);
+}

@@ -36,6 +36,7 @@ fn infer_lldpd(tables: &Tables, options: &InferOptions) -> Fabric {
                 let facts = ObserverFacts {
                     capabilities: Some(caps),
                     role_from_capabilities: true,
+                    stand_in: None,
                 };
                 b.add_table_with(t, &facts);
             }

@@ -14,6 +14,7 @@
 
 pub mod ethertype;
 pub mod garp;
+pub mod ifname;
 pub mod lldp;
 pub mod mac;
 pub mod neighbor;

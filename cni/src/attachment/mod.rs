@@ -35,6 +35,8 @@ pub struct Plan<'a> {
     pub pod_ns: NetNs,
     /// Its identity, cookie included.
     pub pod_id: NsId,
+    /// The host's id for it (`RTM_GETNSID`), when the kernel gave one.
+    pub pod_nsid: Option<i32>,
     /// The attachment.
     pub key: AttachmentKey,
     /// The IPAM plugin, found on `CNI_PATH`.
@@ -177,24 +179,28 @@ pub(crate) fn rdma_mode(
 }
 
 /// Sets the pod interface's sysctls while it is still down (so `arp_notify` is in force when
-/// it comes up), then its MAC and MTU, and brings it up.
+/// it comes up; they follow the interface when it is renamed), then its final name, MAC and
+/// MTU, and brings it up.
 pub(crate) fn bring_up(
     pod: &mut RouteSocket,
     plan: &Plan<'_>,
     link: &Link,
 ) -> Result<Link, CniError> {
-    sysctls::apply(&plan.pod_ns, &plan.key.ifname, &plan.config.conf.sysctls)?;
+    sysctls::apply(&plan.pod_ns, &link.name, &plan.config.conf.sysctls)?;
     tracing::debug!("sysctls set");
     let want = vf_netdev::PodLinkSettings {
         ifname: &plan.key.ifname,
         mac: plan.mac,
         mtu: plan.config.conf.mtu,
     };
-    vf_netdev::bring_up(pod, link, want).map_err(|e| {
-        CniError::caused(
+    vf_netdev::bring_up(pod, link, want).map_err(|e| match e {
+        vf_netdev::AttachError::NameTaken(_) => {
+            CniError::new(ErrorCode::InvalidEnvironment, format!("CNI_IFNAME: {e}"))
+        }
+        e => CniError::caused(
             ErrorCode::Kernel,
             format!("cannot bring {} up in the pod", plan.key.ifname),
             &e,
-        )
+        ),
     })
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hostnet::netlink::{Link, RouteSocket, VfSettings};
 use hostnet::rdma::NetnsMode;
-use hostnet::sriov::pf_control::PfControlError;
+use hostnet::sriov::pf_control::{PfControlError, VfAttribute};
 use hostnet::sriov::{Driver, PciAddress, VirtualFunction};
 
 use super::vf_netdev::{self, AttachError};
@@ -100,13 +100,15 @@ fn check_usable(vf: &VirtualFunction) -> Result<(), CniError> {
     }
 }
 
-/// Sets the VF's PF-side attributes and reads them back: a PF that did not take them fails the
-/// ADD rather than handing the pod a VF that is not what was asked.
-fn set_attributes(node: &mut Node, pf: &str, want: &VfSettings) -> Result<(), CniError> {
+/// Sets the VF's PF-side attributes and reads them back: a PF that refuses one or does not
+/// apply it fails the ADD rather than handing the pod a VF that is not what was asked.
+fn set_attributes(node: &mut Node, vf: &VfRecord, want: &VfSettings) -> Result<(), CniError> {
     let control = node.settings.pf_control();
-    control.apply(&mut node.host, pf, want).map_err(pf_error)?;
+    control
+        .apply(&mut node.host, &vf.pf, want)
+        .map_err(|e| refused(node, vf, e))?;
     let have = control
-        .read(&mut node.host, pf, want.index)
+        .read(&mut node.host, &vf.pf, want.index)
         .map_err(pf_error)?;
     let differs = differences(want, &have);
     if differs.is_empty() {
@@ -115,7 +117,8 @@ fn set_attributes(node: &mut Node, pf: &str, want: &VfSettings) -> Result<(), Cn
         Err(CniError::new(
             ErrorCode::Device,
             format!(
-                "PF {pf} did not apply VF {} attributes: {}",
+                "{} did not apply VF {} attributes: {}",
+                pf_driver(node, vf),
                 want.index,
                 differs.join(", ")
             ),
@@ -123,13 +126,91 @@ fn set_attributes(node: &mut Node, pf: &str, want: &VfSettings) -> Result<(), Cn
     }
 }
 
+/// The PF with its driver, for messages (`PF eth0 (driver igb)`).
+fn pf_driver(node: &Node, vf: &VfRecord) -> String {
+    let driver = node
+        .sysfs
+        .vf(&vf.pci)
+        .ok()
+        .and_then(|v| node.sysfs.driver_of(&v.pf.pci).ok());
+    match driver {
+        Some(Driver::Kernel(d) | Driver::Userspace(d)) => format!("PF {} (driver {d})", vf.pf),
+        _ => format!("PF {}", vf.pf),
+    }
+}
+
+/// An attribute the PF's driver does not implement, or a value it does not take, is the
+/// device's answer (100): this NIC cannot give the network what it asks. Anything else the
+/// kernel answered is a kernel failure (101).
+fn refused(node: &Node, vf: &VfRecord, e: PfControlError) -> CniError {
+    let PfControlError::Refused { refusals, .. } = &e else {
+        return pf_error(e);
+    };
+    let code = if refusals.iter().all(|r| r.is_permanent()) {
+        ErrorCode::Device
+    } else {
+        ErrorCode::Kernel
+    };
+    let names: Vec<String> = refusals.iter().map(|r| config_name(r.attribute)).collect();
+    CniError::new(
+        code,
+        format!(
+            "{} refuses VF {} {}: leave {} at the default or use a NIC that supports it",
+            pf_driver(node, vf),
+            vf.index,
+            names.join(", "),
+            names.join(", ")
+        ),
+    )
+    .with_detail(chain(&e))
+}
+
+/// The configuration's key(s) for an attribute.
+fn config_name(attribute: VfAttribute) -> String {
+    match attribute {
+        VfAttribute::Mac => "mac".into(),
+        VfAttribute::Vlan => "vlan/vlanQoS/vlanProto".into(),
+        VfAttribute::Rate => "minTxRate/maxTxRate".into(),
+        a => a.name().into(),
+    }
+}
+
 /// Maps PF access failures to CNI errors.
 fn pf_error(e: PfControlError) -> CniError {
     let code = match e {
-        PfControlError::Netlink(_) | PfControlError::Recording { .. } => ErrorCode::Kernel,
+        PfControlError::Netlink(_)
+        | PfControlError::Recording { .. }
+        | PfControlError::Refused { .. } => ErrorCode::Kernel,
         PfControlError::NoPf(_) | PfControlError::NoVf { .. } => ErrorCode::Device,
     };
     CniError::caused(code, "cannot set VF attributes through the PF", &e)
+}
+
+/// Puts the VF's PF-side attributes back as ADD found them. A driver's permanent refusal is
+/// logged, not failed on: retrying cannot change its answer, and a DEL that can never succeed
+/// would keep the pod in Terminating; the next ADD sets and reads back every attribute anyway.
+fn restore_attributes(node: &mut Node, vf: &VfRecord, key: &AttachmentKey) -> Option<StepError> {
+    let before = vf.pf_before.as_ref()?;
+    let what = format!("restore VF {} attributes on PF {}", vf.pci, vf.pf);
+    match node
+        .settings
+        .pf_control()
+        .apply(&mut node.host, &vf.pf, before)
+    {
+        Ok(_) => None,
+        Err(PfControlError::Refused { refusals, .. })
+            if refusals.iter().all(|r| r.is_permanent()) =>
+        {
+            for r in &refusals {
+                tracing::warn!(attachment = %key, "{what}: the PF refuses {}: {}", r.attribute, r.error);
+            }
+            None
+        }
+        Err(e @ (PfControlError::NoPf(_) | PfControlError::NoVf { .. })) => {
+            Some(StepError::Device(format!("{what}: {e}")))
+        }
+        Err(e) => Some(StepError::kernel(what, &e)),
+    }
 }
 
 impl Attachment for VfRecord {
@@ -189,8 +270,20 @@ impl Attachment for VfRecord {
         pod: &mut RouteSocket,
         plan: &Plan<'_>,
     ) -> Result<Link, CniError> {
+        // The pod's MAC goes on the netdev while it is still ours in the host, before the PF
+        // pins it as the VF's administrative MAC: drivers such as igb refuse an untrusted VF's
+        // own MAC change once the PF has set one, even to the same address.
+        if let Some(mac) = plan.mac {
+            vf_netdev::set_host_mac(&mut node.host, self, mac).map_err(|e| {
+                CniError::caused(
+                    ErrorCode::Kernel,
+                    format!("cannot set the MAC of VF {}", self.pci),
+                    &e,
+                )
+            })?;
+        }
         if let Some(want) = &self.pf_wanted {
-            set_attributes(node, &self.pf, want)?;
+            set_attributes(node, self, want)?;
             tracing::debug!("PF-side attributes set");
         }
         // RDMA devices first: one that cannot change namespace then fails ADD before the
@@ -198,17 +291,17 @@ impl Attachment for VfRecord {
         if self.rdma_exclusive {
             roce::move_devices(&self.rdma_devices, &plan.pod_ns)?;
         }
-        let moved = vf_netdev::move_in(&mut node.host, &plan.pod_ns, pod, self, &plan.key.ifname)
-            .map_err(|e| match e {
-            AttachError::NameTaken(_) => {
-                CniError::new(ErrorCode::InvalidEnvironment, format!("CNI_IFNAME: {e}"))
-            }
-            AttachError::NotInHost { .. } => CniError::new(ErrorCode::Device, e.to_string()),
-            AttachError::Netlink(n) => CniError::new(
-                ErrorCode::Kernel,
-                format!("cannot move VF {} into the pod: {}", self.pci, chain(&n)),
-            ),
-        })?;
+        let moved =
+            vf_netdev::move_in(&mut node.host, &plan.pod_ns, pod, self).map_err(|e| match e {
+                AttachError::NameTaken(_) => {
+                    CniError::new(ErrorCode::InvalidEnvironment, format!("CNI_IFNAME: {e}"))
+                }
+                AttachError::NotInHost { .. } => CniError::new(ErrorCode::Device, e.to_string()),
+                AttachError::Netlink(n) => CniError::new(
+                    ErrorCode::Kernel,
+                    format!("cannot move VF {} into the pod: {}", self.pci, chain(&n)),
+                ),
+            })?;
         bring_up(pod, plan, &moved)
     }
 
@@ -258,7 +351,10 @@ impl Attachment for VfRecord {
         {
             errors.push(StepError::Kernel(e));
         }
-        let detached = vf_netdev::detach(
+        // Home first (the move closes the link, so the pod's VLAN and spoof check stay in force
+        // until it is down), then the PF-side attributes (which releases an administrative
+        // MAC the driver would otherwise hold the VF's own MAC to), then the netdev itself.
+        let home = vf_netdev::bring_home(
             &node.host_ns,
             &mut node.host,
             pod_socket,
@@ -266,7 +362,8 @@ impl Attachment for VfRecord {
             &key.ifname,
             &node.sysfs,
         );
-        match detached {
+        errors.extend(restore_attributes(node, self, key));
+        match home.and_then(|home| vf_netdev::restore_host(&mut node.host, self, home)) {
             Ok(done) => done
                 .warnings
                 .iter()
@@ -275,20 +372,6 @@ impl Attachment for VfRecord {
                 format!("give VF {} back to the host", self.pci),
                 &e,
             )),
-        }
-        if let Some(before) = &self.pf_before
-            && let Err(e) = node
-                .settings
-                .pf_control()
-                .apply(&mut node.host, &self.pf, before)
-        {
-            let what = format!("restore VF {} attributes on PF {}", self.pci, self.pf);
-            errors.push(match e {
-                PfControlError::NoPf(_) | PfControlError::NoVf { .. } => {
-                    StepError::Device(format!("{what}: {e}"))
-                }
-                _ => StepError::kernel(what, &e),
-            });
         }
         errors
     }

@@ -62,14 +62,15 @@ pub struct PodLinkSettings<'a> {
     pub mtu: Option<u32>,
 }
 
-/// Moves the VF described by `vf` into `pod` under the name `ifname`; the link is still down,
-/// so per-interface settings can be made before it announces itself.
+/// Moves the VF described by `vf` into `pod`, still down and under its travel name: the
+/// per-interface settings are made there, and [`bring_up`] gives it its final name as it
+/// brings it up, in one request (every request after a move waits for the kernel's lock behind
+/// every other pod's move, so each one saved counts when a job's pods start together).
 pub fn move_in(
     host: &mut RouteSocket,
     pod_ns: &NetNs,
     pod: &mut RouteSocket,
     vf: &VfRecord,
-    ifname: &str,
 ) -> Result<Link, AttachError> {
     let travel = travel_name(&vf.pci);
     let link = host
@@ -86,44 +87,63 @@ pub fn move_in(
         link.index,
         &LinkChange::new().netns(pod_ns.as_fd()).name(&travel),
     )?;
-    let moved = pod
-        .link_by_name(&travel)?
+    pod.link_by_name(&travel)?
         .ok_or_else(|| AttachError::NotInHost {
             pci: vf.pci.clone(),
             name: travel.clone(),
-        })?;
-    match pod.set_link(moved.index, &LinkChange::new().name(ifname)) {
-        Ok(()) => Ok(Link {
-            name: ifname.to_owned(),
-            ..moved
-        }),
-        Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists => {
-            Err(AttachError::NameTaken(ifname.to_owned()))
-        }
-        Err(e) => Err(e.into()),
-    }
+        })
 }
 
-/// Sets MAC and MTU (when asked) and brings the pod interface up, in one request.
+/// Gives the VF's netdev `mac` while it is still in the host (before the PF pins it as the
+/// administrative MAC); nothing is sent when it has it already.
+pub fn set_host_mac(
+    host: &mut RouteSocket,
+    vf: &VfRecord,
+    mac: MacAddr,
+) -> Result<(), AttachError> {
+    let link = host
+        .link_by_name(&vf.host_name)?
+        .ok_or_else(|| AttachError::NotInHost {
+            pci: vf.pci.clone(),
+            name: vf.host_name.clone(),
+        })?;
+    if link.mac != Some(mac) {
+        host.set_link(link.index, &LinkChange::new().mac(mac))?;
+    }
+    Ok(())
+}
+
+/// Gives the pod interface its final name, MAC and MTU (when asked) and brings it up, in one
+/// request.
 pub fn bring_up(
     pod: &mut RouteSocket,
     link: &Link,
     want: PodLinkSettings<'_>,
-) -> Result<Link, NetlinkError> {
+) -> Result<Link, AttachError> {
     let mut change = LinkChange::new().up(true);
-    if let Some(mac) = want.mac {
+    if link.name != want.ifname {
+        change = change.name(want.ifname);
+    }
+    // Only a change: a VF driver may refuse even its own MAC once the PF pins it.
+    if let Some(mac) = want.mac.filter(|m| link.mac != Some(*m)) {
         change = change.mac(mac);
     }
     if let Some(mtu) = want.mtu {
         change = change.mtu(mtu);
     }
-    pod.set_link(link.index, &change)?;
+    match pod.set_link(link.index, &change) {
+        Ok(()) => {}
+        Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists && link.name != want.ifname => {
+            return Err(AttachError::NameTaken(want.ifname.to_owned()));
+        }
+        Err(e) => return Err(e.into()),
+    }
     Ok(pod
         .link_by_index(link.index)?
         .unwrap_or_else(|| link.clone()))
 }
 
-/// Where [`detach`] found the VF.
+/// Where [`bring_home`] found the VF.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Found {
     /// In the pod; moved back.
@@ -143,18 +163,27 @@ pub struct Detached {
     pub warnings: Vec<String>,
 }
 
-/// Gives the VF back to the host and restores its original name, MAC, MTU, alias and state.
+/// The VF on its way home: where it was found, and its netdev in the host if it is there.
+#[derive(Debug)]
+pub struct Home {
+    detached: Detached,
+    /// Its netdev in the host, when it still needs its name, MTU and alias restored.
+    link: Option<Link>,
+    /// The netdev as it was in the pod, when the move home restored name, MTU and alias too.
+    arrived: Option<Link>,
+}
+
+/// Moves the VF's netdev from the pod to the host, if it is there, and finds it in the host.
 ///
-/// `pod` is `None` when the pod's namespace is gone or not the one ADD used. Idempotent: a VF
-/// already restored is left as it is.
-pub fn detach(
+/// `pod` is `None` when the pod's namespace is gone or not the one ADD used.
+pub fn bring_home(
     host_ns: &NetNs,
     host: &mut RouteSocket,
     pod: Option<&mut RouteSocket>,
     vf: &VfRecord,
     ifname: &str,
     sysfs: &Sysfs,
-) -> Result<Detached, NetlinkError> {
+) -> Result<Home, NetlinkError> {
     let mark = marker(&vf.pci);
     let travel = travel_name(&vf.pci);
     let mut warnings = Vec::new();
@@ -164,10 +193,25 @@ pub fn detach(
         && let Some(link) = find_marked(pod, &mark, &[ifname, &travel])?
     {
         // One request: the move closes the link itself (an explicit "down" first would cost
-        // the kernel another RCU grace period), and the name is applied on arrival.
-        let home = LinkChange::new().netns(host_ns.as_fd()).name(&vf.host_name);
+        // the kernel another RCU grace period), and name, MTU and alias are applied on
+        // arrival (each request after a move waits behind every other pod's move for the
+        // kernel's lock, which is what a job ending all at once pays for).
+        let home = LinkChange::new()
+            .netns(host_ns.as_fd())
+            .name(&vf.host_name)
+            .mtu(vf.host_mtu)
+            .alias(vf.host_alias.clone().unwrap_or_default());
         match pod.set_link(link.index, &home) {
-            Ok(()) => {}
+            Ok(()) => {
+                return Ok(Home {
+                    detached: Detached {
+                        found: Found::InPod,
+                        warnings,
+                    },
+                    link: None,
+                    arrived: Some(link),
+                });
+            }
             Err(e) if e.kind() == NetlinkErrorKind::AlreadyExists => {
                 // Either it moved and the original name is taken in the host (the host side
                 // below sees it under its pod name), or both its pod name and the original
@@ -214,16 +258,64 @@ pub fn detach(
                 vf.pci
             ));
         }
-        return Ok(Detached { found, warnings });
+        return Ok(Home {
+            detached: Detached { found, warnings },
+            link: None,
+            arrived: None,
+        });
     };
     if found == Found::Nowhere {
         found = Found::InHost;
     }
+    Ok(Home {
+        detached: Detached { found, warnings },
+        link: Some(link),
+        arrived: None,
+    })
+}
 
+/// Restores the original name, MAC, MTU, alias and state of the netdev [`bring_home`] found.
+/// Idempotent: a VF already restored is left as it is.
+pub fn restore_host(
+    host: &mut RouteSocket,
+    vf: &VfRecord,
+    home: Home,
+) -> Result<Detached, NetlinkError> {
+    let Home {
+        detached: Detached {
+            found,
+            mut warnings,
+        },
+        link,
+        arrived,
+    } = home;
+    if let Some(was) = arrived {
+        // Name, MTU and alias came with the move; what is left is the MAC the pod had (once
+        // the PF has let go of it) and the original state (the move took the link down).
+        let mac = vf.host_mac.filter(|m| was.mac != Some(*m));
+        if mac.is_some() || vf.host_up {
+            let Some(now) = host.link_by_name(&vf.host_name)? else {
+                warnings.push(format!(
+                    "VF {} left the pod but is not in the host as {}",
+                    vf.pci, vf.host_name
+                ));
+                return Ok(Detached { found, warnings });
+            };
+            let mut change = LinkChange::new().up(vf.host_up);
+            if let Some(mac) = mac {
+                change = change.mac(mac);
+            }
+            host.set_link(now.index, &change)?;
+        }
+        return Ok(Detached { found, warnings });
+    }
+    let Some(link) = link else {
+        return Ok(Detached { found, warnings });
+    };
     let mut restore = LinkChange::new()
         .alias(vf.host_alias.clone().unwrap_or_default())
         .mtu(vf.host_mtu);
-    if let Some(mac) = vf.host_mac {
+    if let Some(mac) = vf.host_mac.filter(|m| link.mac != Some(*m)) {
         restore = restore.mac(mac);
     }
     // Renaming needs the link down; the original state is set last.

@@ -64,6 +64,10 @@ pub struct AttachmentRecord {
     pub netns: Option<PathBuf>,
     /// Identity of that namespace at ADD: a path reused by a later pod is not ours.
     pub netns_id: Option<NsId>,
+    /// The host's id for that namespace (`RTM_GETNSID`) at ADD: while the namespace lives the
+    /// kernel keeps it, so DEL can prove the namespace dead where no path reaches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns_nsid: Option<i32>,
     /// `CNI_ARGS` at ADD, replayed to the IPAM plugin on DEL (whereabouts reads the pod there).
     pub cni_args: Option<String>,
     /// How far ADD got.
@@ -197,6 +201,7 @@ impl RecordV1 {
             network: self.network,
             netns: self.netns,
             netns_id: self.netns_id,
+            netns_nsid: None,
             cni_args: self.cni_args,
             phase: self.phase,
             config: self.config,

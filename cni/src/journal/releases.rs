@@ -7,9 +7,10 @@
 //! `CNI_ARGS`). ADD, DEL, GC and STATUS retry the ones that are due, with back-off; none is
 //! ever dropped without a successful release, so no address leaks silently.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use hostnet::netns::{NetNs, NsId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -38,6 +39,10 @@ pub struct PendingRelease {
     pub ipam: String,
     /// `CNI_NETNS` at ADD.
     pub netns: Option<PathBuf>,
+    /// That namespace's identity at ADD: a retry passes `netns` only while it still leads to
+    /// this namespace (see [`PendingRelease::netns_if_same`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns_id: Option<NsId>,
     /// `CNI_ARGS` at ADD.
     pub cni_args: Option<String>,
     /// Failed attempts so far.
@@ -76,6 +81,18 @@ impl PendingRelease {
     pub fn is_due(&self) -> bool {
         now() >= self.next_attempt
     }
+
+    /// `CNI_NETNS` for a retry: the recorded path only while it provably is the namespace ADD
+    /// used, else none. A retry runs long after the pod, from another attachment's ADD; the
+    /// path may name a newer pod's namespace by then, and a plugin that is really a main plugin
+    /// (bridge deletes `CNI_IFNAME` in `CNI_NETNS` on DEL) would delete that pod's interface.
+    /// IPAM plugins release by container ID and interface name.
+    pub fn netns_if_same(&self) -> Option<&Path> {
+        let (path, id) = (self.netns.as_deref()?, self.netns_id.as_ref()?);
+        NetNs::open(path)
+            .is_ok_and(|ns| id.cookie.is_some() && ns.is(id))
+            .then_some(path)
+    }
 }
 
 impl Journal {
@@ -100,6 +117,7 @@ impl Journal {
             cni_version: record.cni_version,
             ipam,
             netns: record.netns.clone(),
+            netns_id: record.netns_id,
             cni_args: record.cni_args.clone(),
             attempts: 1,
             since: at,

@@ -20,6 +20,7 @@ fn record(cid: &str, ifname: &str) -> AttachmentRecord {
             ino: 4026532000,
             cookie: Some(7),
         }),
+        netns_nsid: Some(3),
         cni_args: Some("K8S_POD_NAME=p".into()),
         phase: Phase::Prepared,
         config: json!({"cniVersion": "1.0.0", "ipam": {"type": "host-local"}}),
@@ -101,7 +102,7 @@ fn version_1_records_are_read_and_moved_on_the_next_write() {
     let r = record("abc", "net2");
     let mut v1 = serde_json::to_value(&r).unwrap();
     v1["schema"] = json!(1);
-    for k in ["cniVersion", "ipam", "routingTable"] {
+    for k in ["cniVersion", "ipam", "routingTable", "netnsNsid"] {
         v1.as_object_mut().unwrap().remove(k);
     }
     let legacy = dir.path().join("attachments/abc/net2.json");

@@ -1,24 +1,41 @@
 //! Everything inference reads, kept current by the watches: each node's report and the
-//! operator's switch tables. The host list and the per-host fabric NICs are maintained here
-//! as reports come and go, so a recompute does not rebuild them.
+//! operator's switch tables, and what changed since the model last took them in (so the
+//! model takes in only the changed reports).
 
 pub mod node;
 pub mod switches;
 
 use std::collections::BTreeMap;
 
-use topo_discovery::fabric::{FabricBuilder, FabricNics, InferOptions, RailKey};
+use topo_discovery::fabric::RailKey;
+use topo_discovery::fabric::live::{Change, HostReport};
 
 pub use node::{HostTable, NodeReport};
 pub use switches::SwitchEntry;
 
-/// The inputs of one inference.
+/// The inputs of the model.
 #[derive(Debug, Clone)]
 pub struct Inputs {
     reports: BTreeMap<String, NodeReport>,
     /// Switch tables by source (`ConfigMap/...`, `file:...`), then by entry.
     switches: BTreeMap<String, BTreeMap<String, SwitchEntry>>,
-    options: InferOptions,
+    rail_key: RailKey,
+    /// What changed since [`Self::take_changes`], in order.
+    pending: Vec<Change>,
+}
+
+/// A report as the model takes it: its table when usable, its NICs.
+fn host_report(report: &NodeReport) -> HostReport {
+    HostReport {
+        table: report.table.as_ref().ok().map(|t| t.0.clone()),
+        nics: report.nics.clone(),
+    }
+}
+
+/// An entry as the model takes it: its captures, or nothing when it cannot be read.
+fn switch_change(key: &str, entry: Option<&SwitchEntry>) -> Change {
+    let captures = entry.and_then(|e| e.captures.as_ref().ok().cloned());
+    Change::Switches(key.to_owned(), captures)
 }
 
 impl Inputs {
@@ -27,12 +44,14 @@ impl Inputs {
         Self {
             reports: BTreeMap::new(),
             switches: BTreeMap::new(),
-            options: InferOptions {
-                rail_key,
-                fabric_nics: FabricNics::PerHost(BTreeMap::new()),
-                hosts: Vec::new(),
-            },
+            rail_key,
+            pending: Vec::new(),
         }
+    }
+
+    /// How NICs map to rails.
+    pub fn rail_key(&self) -> RailKey {
+        self.rail_key
     }
 
     /// Takes in a node's report; false when it is the version already known.
@@ -44,12 +63,8 @@ impl Inputs {
         {
             return false;
         }
-        if let FabricNics::PerHost(map) = &mut self.options.fabric_nics {
-            map.insert(name.clone(), report.nics.clone());
-        }
-        if let Err(at) = self.options.hosts.binary_search(&name) {
-            self.options.hosts.insert(at, name.clone());
-        }
+        self.pending
+            .push(Change::Host(name.clone(), Some(host_report(&report))));
         self.reports.insert(name, report);
         true
     }
@@ -59,16 +74,7 @@ impl Inputs {
         if self.reports.remove(name).is_none() {
             return false;
         }
-        if let FabricNics::PerHost(map) = &mut self.options.fabric_nics {
-            map.remove(name);
-        }
-        if let Ok(at) = self
-            .options
-            .hosts
-            .binary_search_by(|h| h.as_str().cmp(name))
-        {
-            self.options.hosts.remove(at);
-        }
+        self.pending.push(Change::Host(name.to_owned(), None));
         true
     }
 
@@ -97,14 +103,44 @@ impl Inputs {
         source: &str,
         entries: BTreeMap<String, SwitchEntry>,
     ) -> bool {
-        if self.switches.get(source) == Some(&entries) {
+        let empty = BTreeMap::new();
+        let old = self.switches.get(source).unwrap_or(&empty);
+        if *old == entries {
             return false;
         }
-        if entries.is_empty() {
-            return self.switches.remove(source).is_some();
+        for key in old.keys() {
+            if !entries.contains_key(key) {
+                self.pending.push(switch_change(key, None));
+            }
         }
-        self.switches.insert(source.to_owned(), entries);
+        for (key, entry) in &entries {
+            if old.get(key) != Some(entry) {
+                self.pending.push(switch_change(key, Some(entry)));
+            }
+        }
+        if entries.is_empty() {
+            self.switches.remove(source);
+        } else {
+            self.switches.insert(source.to_owned(), entries);
+        }
         true
+    }
+
+    /// What changed since the last call, in order.
+    pub fn take_changes(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Every input as changes from nothing: what a model starting afresh takes in.
+    pub fn all_changes(&self) -> Vec<Change> {
+        let switches = self
+            .switch_entries()
+            .map(|(key, entry)| switch_change(key, Some(entry)));
+        let hosts = self
+            .reports
+            .iter()
+            .map(|(name, r)| Change::Host(name.clone(), Some(host_report(r))));
+        switches.chain(hosts).collect()
     }
 
     /// The reports, by node.
@@ -115,30 +151,6 @@ impl Inputs {
     /// Every switch-table entry that can be read, by name.
     pub fn switch_entries(&self) -> impl Iterator<Item = (&String, &SwitchEntry)> {
         self.switches.values().flatten()
-    }
-
-    /// Inference settings: the nodes with a report are the hosts, their agents' NICs the
-    /// fabric NICs.
-    pub fn options(&self) -> &InferOptions {
-        &self.options
-    }
-
-    /// A builder holding every usable table.
-    pub fn builder(&self) -> FabricBuilder {
-        let mut builder = FabricBuilder::new();
-        for (_, entry) in self.switch_entries() {
-            if let Ok(captures) = &entry.captures {
-                for c in captures {
-                    c.add_to(&mut builder);
-                }
-            }
-        }
-        for (name, report) in &self.reports {
-            if let Ok(table) = &report.table {
-                table.add_to(name, &mut builder);
-            }
-        }
-        builder
     }
 
     /// Inputs that cannot be used, with why: `NodeFabric/<name>` and switch-table entries.
@@ -172,23 +184,45 @@ mod tests {
         }
     }
 
+    fn hosts(changes: &[Change]) -> Vec<(&str, Option<&[String]>)> {
+        changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Host(n, r) => Some((n.as_str(), r.as_ref().map(|r| r.nics.as_slice()))),
+                Change::Switches(..) => None,
+            })
+            .collect()
+    }
+
     #[test]
-    fn hosts_and_fabric_nics_follow_the_reports() {
+    fn the_model_takes_in_only_what_changed() {
         let mut inputs = Inputs::new(RailKey::NicName);
         assert!(inputs.upsert_node("h2".into(), report("u2", 1, &["a"])));
         assert!(inputs.upsert_node("h1".into(), report("u1", 1, &["a", "b"])));
         assert!(!inputs.upsert_node("h1".into(), report("u1", 1, &["a", "b"])));
         assert!(inputs.upsert_node("h1".into(), report("u1", 2, &["b"])));
-        assert_eq!(inputs.options().hosts, ["h1", "h2"]);
-        let FabricNics::PerHost(map) = &inputs.options().fabric_nics else {
-            panic!("per-host NICs");
-        };
-        assert_eq!(map["h1"], ["b"]);
+        let nics = |n: &[&str]| -> Vec<String> { n.iter().map(|s| (*s).to_owned()).collect() };
+        let (a, ab, b) = (nics(&["a"]), nics(&["a", "b"]), nics(&["b"]));
+        let taken = inputs.take_changes();
+        assert_eq!(
+            hosts(&taken),
+            [
+                ("h2", Some(&a[..])),
+                ("h1", Some(&ab[..])),
+                ("h1", Some(&b[..]))
+            ]
+        );
+        assert!(inputs.take_changes().is_empty(), "taken once");
         // Recreated under the same name: a new uid is a new report, even at generation 1.
         assert!(inputs.upsert_node("h2".into(), report("u2b", 1, &["a"])));
         assert!(inputs.replace_nodes(vec![("h2".into(), report("u2b", 1, &["a"]))]));
-        assert_eq!(inputs.options().hosts, ["h2"]);
+        assert_eq!(
+            hosts(&inputs.take_changes()),
+            [("h2", Some(&a[..])), ("h1", None)]
+        );
         assert!(!inputs.replace_nodes(vec![("h2".into(), report("u2b", 1, &["a"]))]));
+        assert!(inputs.take_changes().is_empty());
+        assert_eq!(hosts(&inputs.all_changes()), [("h2", Some(&a[..]))]);
         assert_eq!(
             inputs.unusable().into_iter().collect::<Vec<_>>(),
             [("NodeFabric/h2".to_owned(), "none".to_owned())]
@@ -201,7 +235,7 @@ mod tests {
         let entries = |text: &str| {
             BTreeMap::from([(
                 "k".to_owned(),
-                switches::parse_entry("spine1.json", text.as_bytes().to_vec()),
+                switches::parse_entry("cm/spine1.json", "spine1.json", text.as_bytes().to_vec()),
             )])
         };
         assert!(inputs.set_switch_source("cm", entries("{")));
@@ -209,5 +243,14 @@ mod tests {
         assert_eq!(inputs.unusable().len(), 1);
         assert!(inputs.set_switch_source("cm", BTreeMap::new()));
         assert!(inputs.unusable().is_empty());
+        let keys: Vec<(String, bool)> = inputs
+            .take_changes()
+            .into_iter()
+            .map(|c| match c {
+                Change::Switches(k, c) => (k, c.is_some()),
+                Change::Host(..) => panic!("no host"),
+            })
+            .collect();
+        assert_eq!(keys, [("k".to_owned(), false), ("k".to_owned(), false)]);
     }
 }

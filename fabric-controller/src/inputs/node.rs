@@ -2,12 +2,18 @@
 //! the neighbours it sees. The table is parsed strictly once per change of the report and
 //! kept compact (only what inference reads), so 100k nodes' tables fit in a few hundred MiB.
 
+use std::sync::Arc;
+
 use serde::Deserialize as _;
 use spinel_api::crd::NodeFabric;
-use spinel_wire::neighbor::{
-    Capability, ChassisIdSubtype, NeighborTable, PortIdSubtype, Role, SCHEMA,
-};
-use topo_discovery::fabric::{FabricBuilder, NeighborSighting, ObserverFacts};
+use spinel_wire::neighbor::{NeighborTable, Role, SCHEMA};
+use topo_discovery::fabric::{CompactTable, FabricBuilder};
+
+/// Most RoCE NICs one report may list: the NodeFabric schema's bound.
+pub const MAX_NICS: usize = spinel_api::crd::MAX_NICS;
+/// Most neighbours one NIC may report: the NodeFabric schema's bound (a cable has one, a hub
+/// a few; the agent and lldpd keep 32).
+pub const MAX_NEIGHBORS_PER_NIC: usize = spinel_api::crd::MAX_NEIGHBORS_PER_PORT;
 
 /// What one node reported, as far as inference is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,45 +28,27 @@ pub struct NodeReport {
     pub table: Result<HostTable, String>,
 }
 
-/// A host's neighbour table, reduced to what inference reads.
+/// A host's neighbour table, reduced to what inference reads (topo-discovery's compact form).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostTable {
-    chassis: Option<(ChassisIdSubtype, Box<str>)>,
-    ports: Vec<HostPort>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct HostPort {
-    name: Box<str>,
-    neighbors: Vec<Seen>,
-}
-
-/// One neighbour on one port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Seen {
-    chassis: (ChassisIdSubtype, Box<str>),
-    port: (PortIdSubtype, Box<str>),
-    port_description: Option<Box<str>>,
-    system_name: Option<Box<str>>,
-    capabilities: Option<Box<[Capability]>>,
-}
+pub struct HostTable(pub Arc<CompactTable>);
 
 impl NodeReport {
     /// The report in `nf`, named by the object; `None` for an object without a name.
     pub fn from_object(nf: &NodeFabric) -> Option<(String, Self)> {
         let name = nf.metadata.name.clone()?;
+        let nics: Vec<String> = nf.spec.nics.iter().map(|n| n.name.clone()).collect();
         let table = if nf.spec.node_name != name {
             Err(format!(
                 "spec.nodeName {:?} is not the object's name",
                 nf.spec.node_name
             ))
         } else {
-            HostTable::parse(&name, &nf.spec.lldp)
+            HostTable::parse(&name, &nf.spec.lldp).and_then(|t| t.within_bounds(&nics).map(|()| t))
         };
         let report = Self {
             uid: nf.metadata.uid.clone().unwrap_or_default(),
             generation: nf.metadata.generation.unwrap_or(0),
-            nics: nf.spec.nics.iter().map(|n| n.name.clone()).collect(),
+            nics,
             table,
         };
         Some((name, report))
@@ -96,61 +84,51 @@ impl HostTable {
     }
 
     fn from_table(table: &NeighborTable) -> Self {
-        let boxed = |s: &Option<String>| s.as_deref().map(Box::from);
-        Self {
-            chassis: table
-                .observer
-                .chassis_id
-                .as_ref()
-                .map(|c| (c.subtype, Box::from(c.value.as_str()))),
-            ports: table
-                .ports
-                .iter()
-                .map(|p| HostPort {
-                    name: Box::from(p.port.as_str()),
-                    neighbors: p
-                        .neighbors
-                        .iter()
-                        .map(|n| Seen {
-                            chassis: (n.chassis_id.subtype, Box::from(n.chassis_id.value.as_str())),
-                            port: (n.port_id.subtype, Box::from(n.port_id.value.as_str())),
-                            port_description: boxed(&n.port_description),
-                            system_name: boxed(&n.system_name),
-                            capabilities: n
-                                .capabilities
-                                .as_ref()
-                                .map(|c| c.enabled.clone().into_boxed_slice()),
-                        })
-                        .collect(),
-                })
-                .collect(),
-        }
+        Self(Arc::new(CompactTable::from_table(table)))
     }
 
     /// Adds the table to `builder` as host `node`'s.
     pub fn add_to(&self, node: &str, builder: &mut FabricBuilder) {
-        let chassis = self.chassis.as_ref().map(|(s, v)| (*s, &**v));
-        let table = builder.begin_table(node, chassis, Some(Role::Host), &ObserverFacts::default());
-        for port in &self.ports {
-            let handle = builder.add_port(table, &port.name);
-            for n in &port.neighbors {
-                builder.add_neighbor(
-                    handle,
-                    &NeighborSighting {
-                        chassis_id: (n.chassis.0, &n.chassis.1),
-                        port_id: (n.port.0, &n.port.1),
-                        port_description: n.port_description.as_deref(),
-                        system_name: n.system_name.as_deref(),
-                        capabilities: n.capabilities.as_deref(),
-                    },
-                );
+        self.0.add_to(node, builder);
+    }
+
+    /// Checks what one report may contain: at most [`MAX_NICS`] NICs, each a valid interface
+    /// name, a table that speaks only for those NICs (every port is one of them), and at most
+    /// [`MAX_NEIGHBORS_PER_NIC`] neighbours per NIC. A report beyond that is unusable as a
+    /// whole (a finding against its node), rather than cut to something it did not say.
+    pub fn within_bounds(&self, nics: &[String]) -> Result<(), String> {
+        if nics.len() > MAX_NICS {
+            return Err(format!(
+                "spec.nics: {} NICs, more than the {MAX_NICS} a report may list",
+                nics.len()
+            ));
+        }
+        if let Some(bad) = nics
+            .iter()
+            .find(|n| !spinel_wire::ifname::is_valid_ifname(n))
+        {
+            return Err(format!("spec.nics: {bad:?} is not an interface name"));
+        }
+        for (port, neighbors) in self.0.ports() {
+            if !nics.iter().any(|n| n == port) {
+                return Err(format!(
+                    "spec.lldp: port {port:?} is not one of the node's NICs in spec.nics (a \
+                     report speaks only for its own NICs)"
+                ));
+            }
+            if neighbors > MAX_NEIGHBORS_PER_NIC {
+                return Err(format!(
+                    "spec.lldp: port {port:?} lists {neighbors} neighbours, more than the \
+                     {MAX_NEIGHBORS_PER_NIC} a NIC may report"
+                ));
             }
         }
+        Ok(())
     }
 
     /// Neighbours in the table.
     pub fn neighbor_count(&self) -> usize {
-        self.ports.iter().map(|p| p.neighbors.len()).sum()
+        self.0.neighbor_count()
     }
 }
 
@@ -183,6 +161,37 @@ mod tests {
         let mut switch = table("h1");
         switch["observer"]["role"] = json!("switch");
         assert!(HostTable::parse("h1", &switch).is_err());
+    }
+
+    #[test]
+    fn a_report_is_bounded_and_speaks_only_for_its_nics() {
+        let t = HostTable::parse("h1", &table("h1")).unwrap();
+        assert_eq!(t.within_bounds(&["ens1f0np0".into()]), Ok(()));
+        let err = t.within_bounds(&["ens2f0np0".into()]).unwrap_err();
+        assert!(err.contains("not one of the node's NICs"), "{err}");
+        let many: Vec<String> = (0..=MAX_NICS).map(|i| format!("ens{i}")).collect();
+        assert!(t.within_bounds(&many).unwrap_err().contains("65 NICs"));
+        let bad = ["ens1f0np0".to_owned(), "../x".to_owned()];
+        assert!(
+            t.within_bounds(&bad)
+                .unwrap_err()
+                .contains("interface name")
+        );
+        let mut flood = table("h1");
+        let one = flood["ports"][0]["neighbors"][0].clone();
+        let junk: Vec<serde_json::Value> = (0..=MAX_NEIGHBORS_PER_NIC)
+            .map(|i| {
+                let mut n = one.clone();
+                n["chassis_id"]["value"] =
+                    json!(format!("0e:00:00:00:{:02x}:{:02x}", i / 256, i % 256));
+                n
+            })
+            .collect();
+        flood["ports"][0]["neighbors"] = json!(junk);
+        let t = HostTable::parse("h1", &flood).unwrap();
+        let err = t.within_bounds(&["ens1f0np0".into()]).unwrap_err();
+        let over = format!("{} neighbours", MAX_NEIGHBORS_PER_NIC + 1);
+        assert!(err.contains(&over), "{err}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use topo_discovery::sources::{self, Capture, ParseOptions};
@@ -15,8 +16,8 @@ use topo_discovery::sources::{self, Capture, ParseOptions};
 pub struct SwitchEntry {
     /// The entry as given.
     pub bytes: Vec<u8>,
-    /// Its captures, or why it cannot be read.
-    pub captures: Result<Vec<Capture>, String>,
+    /// Its captures (shared with the model), or why it cannot be read.
+    pub captures: Result<Arc<Vec<Capture>>, String>,
 }
 
 impl PartialEq for SwitchEntry {
@@ -25,26 +26,14 @@ impl PartialEq for SwitchEntry {
     }
 }
 
-/// The box an entry of neighbours only stands for: its key or file name without the
-/// extension (`leaf01.json` is leaf01), as the CLI does.
-pub fn fallback_name(key: &str) -> Option<String> {
-    let stem = match key.rsplit_once('.') {
-        Some((stem, "json" | "json0" | "txt" | "lldp")) => stem,
-        _ => key,
-    };
-    (!stem.is_empty()).then(|| stem.to_owned())
-}
-
-/// Parses one entry named `key`.
-pub fn parse_entry(key: &str, bytes: Vec<u8>) -> SwitchEntry {
+/// Parses one entry named `key` (its ConfigMap key or file name), known to the controller as
+/// `source`: an entry of neighbours only stands under its key's name until its cabling says
+/// which box it is (`FabricBuilder::resolve_stand_ins`).
+pub fn parse_entry(source: &str, key: &str, bytes: Vec<u8>) -> SwitchEntry {
     let captures = match std::str::from_utf8(&bytes) {
-        Ok(text) => {
-            let options = ParseOptions {
-                observer: None,
-                fallback_observer: fallback_name(key),
-            };
-            sources::parse(text, &options).map_err(|e| e.to_string())
-        }
+        Ok(text) => sources::parse(text, &ParseOptions::for_file(source, key))
+            .map(Arc::new)
+            .map_err(|e| e.to_string()),
         Err(e) => Err(format!(
             "not UTF-8 text (invalid byte at offset {})",
             e.valid_up_to()
@@ -72,7 +61,11 @@ pub fn from_config_map(cm: &ConfigMap) -> BTreeMap<String, SwitchEntry> {
         .flatten()
         .map(|(k, v)| (k, v.0.clone()));
     text.chain(binary)
-        .map(|(k, bytes)| (format!("{prefix}/{k}"), parse_entry(k, bytes)))
+        .map(|(k, bytes)| {
+            let source = format!("{prefix}/{k}");
+            let entry = parse_entry(&source, k, bytes);
+            (source, entry)
+        })
         .collect()
 }
 
@@ -89,7 +82,9 @@ pub fn read_dir(dir: &Path) -> std::io::Result<BTreeMap<String, SwitchEntry>> {
             continue;
         }
         let bytes = std::fs::read(&path)?;
-        out.insert(path.display().to_string(), parse_entry(name, bytes));
+        let source = path.display().to_string();
+        let entry = parse_entry(&source, name, bytes);
+        out.insert(source, entry);
     }
     Ok(out)
 }
@@ -150,10 +145,14 @@ mod tests {
     }
 
     #[test]
-    fn fallback_names_drop_known_extensions() {
-        assert_eq!(fallback_name("leaf01.json").as_deref(), Some("leaf01"));
-        assert_eq!(fallback_name("leaf01").as_deref(), Some("leaf01"));
-        assert_eq!(fallback_name("a.b.c").as_deref(), Some("a.b.c"));
-        assert_eq!(fallback_name(".json"), None);
+    fn entries_stand_under_their_key_without_extensions() {
+        let e = parse_entry(
+            "cm/lf1a.json0.json",
+            "lf1a.json0.json",
+            NEIGHBOURS_ONLY.into(),
+        );
+        let c = &e.captures.unwrap()[0];
+        assert_eq!(c.table.observer.name, "lf1a");
+        assert_eq!(c.source.as_deref(), Some("cm/lf1a.json0.json"));
     }
 }

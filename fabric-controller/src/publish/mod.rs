@@ -5,4 +5,4 @@ pub mod apply;
 pub mod plan;
 
 pub use apply::{FIELD_MANAGER, Outcome, Writer};
-pub use plan::{Observed, Write, plan};
+pub use plan::{Observed, Write, plan, plan_changes};

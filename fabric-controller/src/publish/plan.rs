@@ -1,14 +1,14 @@
 //! The writes that bring the cluster to the desired state: only where what the API server
 //! holds differs from it. Pure, so "an unchanged fabric writes nothing" is a unit test.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use spinel_api::crd::{CablingFinding, FabricStatus, NodeFabricStatus};
 use spinel_api::kueue::Topology;
 use spinel_api::volcano::HyperNode;
 
 use crate::desired::events::EventSpec;
-use crate::desired::{Desired, MANAGED_BY, MANAGED_BY_LABEL};
+use crate::desired::{Desired, Dirty, MANAGED_BY, MANAGED_BY_LABEL};
 use crate::observed::Store;
 
 /// What the API server holds of the objects the controller writes.
@@ -80,19 +80,47 @@ pub fn plan(
     fabric_name: &str,
     emitted: &HashSet<String>,
 ) -> Vec<Write> {
+    plan_changes(desired, observed, fabric_name, emitted, None)
+}
+
+/// The writes for `desired` over `observed`, looking only at the node statuses and
+/// HyperNodes in `dirty` (what a change may have touched, or what the server changed); the
+/// summary, the Topology and the Events are always compared. `None` compares everything.
+pub fn plan_changes(
+    desired: &Desired,
+    observed: &Observed,
+    fabric_name: &str,
+    emitted: &HashSet<String>,
+    dirty: Option<&Dirty>,
+) -> Vec<Write> {
     let mut out = Vec::new();
-    for (node, status) in &desired.statuses {
+    let mut status_write = |node: &String, status: &NodeFabricStatus| {
         let Some(current) = observed.statuses.get(node) else {
             // The object is gone (or not seen yet): a status needs it.
-            continue;
+            return;
         };
         if current.as_ref() != Some(status) {
             out.push(Write::NodeStatus(node.clone(), status.clone()));
         }
+    };
+    match dirty {
+        Some(d) => {
+            for node in &d.nodes {
+                if let Some(status) = desired.statuses.get(node) {
+                    status_write(node, status);
+                }
+            }
+        }
+        None => {
+            for (node, status) in &desired.statuses {
+                status_write(node, status);
+            }
+        }
     }
     let mut fabric = desired.fabric.clone();
     if let Some(wanted) = &desired.hypernodes {
-        hypernode_writes(wanted, observed, &mut fabric, &mut out);
+        let only = dirty.map(|d| &d.hypernodes);
+        hypernode_writes(wanted, observed, only, &mut fabric, &mut out);
     }
     if let Some(t) = &desired.topology {
         let name = t.metadata.name.as_deref().unwrap_or_default();
@@ -134,9 +162,13 @@ pub fn plan(
 fn hypernode_writes(
     wanted: &BTreeMap<String, HyperNode>,
     observed: &Observed,
+    only: Option<&BTreeSet<String>>,
     fabric: &mut FabricStatus,
     out: &mut Vec<Write>,
 ) {
+    // Every wanted HyperNode is looked at for another source's (the summary counts them all,
+    // so it does not depend on what changed); only the considered ones may be written.
+    let considered = |name: &String| only.is_none_or(|o| o.contains(name));
     for (name, h) in wanted {
         match observed.hypernodes.get(name) {
             Some(current) if !is_ours(current) => {
@@ -152,6 +184,7 @@ fn hypernode_writes(
                     ),
                 });
             }
+            _ if !considered(name) => {}
             Some(current)
                 if current.spec == h.spec
                     && labels_hold(
@@ -161,12 +194,20 @@ fn hypernode_writes(
             _ => out.push(Write::HyperNode(Box::new(h.clone()))),
         }
     }
-    let mut stale: Vec<&String> = observed
-        .hypernodes
-        .iter()
-        .filter(|(name, h)| is_ours(h) && !wanted.contains_key(*name))
-        .map(|(name, _)| name)
-        .collect();
+    let mut stale: Vec<&String> = match only {
+        Some(o) => o
+            .iter()
+            .filter(|name| {
+                !wanted.contains_key(*name) && observed.hypernodes.get(name).is_some_and(is_ours)
+            })
+            .collect(),
+        None => observed
+            .hypernodes
+            .iter()
+            .filter(|(name, h)| is_ours(h) && !wanted.contains_key(*name))
+            .map(|(name, _)| name)
+            .collect(),
+    };
     stale.sort();
     out.extend(stale.into_iter().cloned().map(Write::DeleteHyperNode));
 }

@@ -8,6 +8,7 @@
 mod addr;
 mod link;
 mod neigh;
+mod nsid;
 mod route;
 mod rule;
 mod socket;

@@ -293,18 +293,41 @@ impl RouteSocket {
     pub fn vf_settings(&mut self, pf_index: u32) -> Result<Vec<VfSettings>, NetlinkError> {
         let mut msg = LinkMessage::default();
         msg.header.index = pf_index;
+        self.vf_settings_of(msg, format!("ip link show index {pf_index}"))
+            .map(|found| found.map(|(_, vfs)| vfs).unwrap_or_default())
+    }
+
+    /// The PF named `pf`'s index and the attributes of its VFs, in one request (every request
+    /// waits for the kernel's lock while pods' devices move); `None` when there is no such
+    /// link.
+    pub fn pf_vf_settings(
+        &mut self,
+        pf: &str,
+    ) -> Result<Option<(u32, Vec<VfSettings>)>, NetlinkError> {
+        let mut msg = LinkMessage::default();
+        msg.attributes.push(LinkAttribute::IfName(pf.to_owned()));
+        match self.vf_settings_of(msg, format!("ip link show {pf}")) {
+            Err(e) if e.kind() == super::NetlinkErrorKind::NoDevice => Ok(None),
+            other => other,
+        }
+    }
+
+    fn vf_settings_of(
+        &mut self,
+        mut msg: LinkMessage,
+        what: String,
+    ) -> Result<Option<(u32, Vec<VfSettings>)>, NetlinkError> {
         // Without RTEXT_FILTER_VF the kernel leaves IFLA_VFINFO_LIST out.
         msg.attributes
             .push(LinkAttribute::ExtMask(vec![LinkExtentMask::Vf]));
-        let replies = self.socket().get(
-            RouteNetlinkMessage::GetLink(msg),
-            format!("ip link show index {pf_index}"),
-        )?;
+        let replies = self.socket().get(RouteNetlinkMessage::GetLink(msg), what)?;
+        let mut found = None;
         let mut out = Vec::new();
         for reply in replies {
             let RouteNetlinkMessage::NewLink(link) = reply else {
                 continue;
             };
+            found = Some(link.header.index);
             for attr in link.attributes {
                 if let LinkAttribute::VfInfoList(list) = attr {
                     out.extend(
@@ -314,7 +337,7 @@ impl RouteSocket {
                 }
             }
         }
-        Ok(out)
+        Ok(found.map(|index| (index, out)))
     }
 }
 

@@ -63,6 +63,13 @@ impl FakeSysfs {
             .expect("fake sysfs: set VF netdev");
     }
 
+    /// Binds VF `pci` to `driver`, or unbinds it (`None`), as `echo BDF > .../unbind` and a
+    /// `driver_override` rebind do.
+    pub fn set_vf_driver(&self, pci: &str, driver: Option<&str>) {
+        self.try_set_vf_driver(pci, driver)
+            .expect("fake sysfs: set VF driver");
+    }
+
     /// Adds an RDMA device to the function at `pci`.
     pub fn add_rdma(&self, pci: &str, rdma: &str) {
         self.try_add_rdma(pci, rdma)
@@ -112,6 +119,23 @@ impl FakeSysfs {
         )?;
         if let Some(name) = netdev {
             self.try_set_vf_netdev(pci, Some(name))?;
+        }
+        Ok(())
+    }
+
+    /// [`FakeSysfs::set_vf_driver`], returning the error.
+    pub fn try_set_vf_driver(&self, pci: &str, driver: Option<&str>) -> io::Result<()> {
+        let dev = self.dev(pci)?;
+        match fs::remove_file(dev.join("driver")) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        if let Some(driver) = driver {
+            fs::create_dir_all(self.root.join("bus/pci/drivers").join(component(driver)?))?;
+            symlink(
+                format!("../../../bus/pci/drivers/{driver}"),
+                dev.join("driver"),
+            )?;
         }
         Ok(())
     }

@@ -140,24 +140,25 @@ fn read_one(
             source.path.display()
         )]);
     }
-    let options = ParseOptions {
-        observer: source.observer.clone(),
-        fallback_observer: fallback_name(&source.path),
-    };
-    let done = sources::ingest(bytes, &options, builder)
+    sources::ingest(bytes, &parse_options(source), builder)
         .with_context(|| format!("{}", source.path.display()))?;
-    Ok(done
-        .named_by_fallback
-        .iter()
-        .map(|name| {
-            format!(
-                "{}: lldpd output without the system's own chassis (neighbours only): named \
-                 {name} after the file; capture `show interfaces details` into it too, or name \
-                 it with {name}=FILE",
-                source.path.display()
-            )
-        })
-        .collect())
+    // What became of captures of neighbours only is said once their boxes are decided.
+    Ok(Vec::new())
+}
+
+/// Parse settings for one source: `NAME=` names the observer; else a capture of neighbours
+/// only stands under its file's name until its cabling says which box it is.
+fn parse_options(source: &Source) -> ParseOptions {
+    let file_name = source
+        .path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|_| source.path != Path::new("-"))
+        .unwrap_or_default();
+    ParseOptions {
+        observer: source.observer.clone(),
+        ..ParseOptions::for_file(&source.path.display().to_string(), file_name)
+    }
 }
 
 /// Every neighbour table in `args`, named and skipped by the same rules as [`load`], for
@@ -174,11 +175,7 @@ pub fn tables(args: &[String]) -> anyhow::Result<Vec<NeighborTable>> {
             }
             let text = std::str::from_utf8(bytes)
                 .with_context(|| format!("{}: not UTF-8 text", source.path.display()))?;
-            let options = ParseOptions {
-                observer: source.observer.clone(),
-                fallback_observer: fallback_name(&source.path),
-            };
-            let captures = sources::parse(text, &options)
+            let captures = sources::parse(text, &parse_options(&source))
                 .with_context(|| format!("{}", source.path.display()))?;
             out.extend(captures.into_iter().map(|c| c.table));
         }
@@ -233,19 +230,6 @@ fn expand(arg: &str) -> anyhow::Result<Vec<Source>> {
         .collect())
 }
 
-/// The name a neighbours-only capture takes from its file: `leaf01.json` gives `leaf01`.
-fn fallback_name(path: &Path) -> Option<String> {
-    if path == Path::new("-") {
-        return None;
-    }
-    let name = path.file_name()?.to_str()?;
-    let stem = match name.rsplit_once('.') {
-        Some((stem, "json" | "json0" | "txt" | "lldp")) => stem,
-        _ => name,
-    };
-    (!stem.is_empty()).then(|| stem.to_owned())
-}
-
 /// Whether a file starts like a JSON document (after whitespace and a byte-order mark).
 fn looks_like_json(bytes: &[u8]) -> bool {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
@@ -287,20 +271,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn captures_are_named_after_their_files() {
+    fn captures_stand_under_their_file_names() {
+        let named = |p: &str| {
+            parse_options(&Source {
+                observer: None,
+                path: PathBuf::from(p),
+                listed: false,
+            })
+            .fallback_observer
+        };
+        assert_eq!(named("t/leaf01.json").as_deref(), Some("leaf01"));
         assert_eq!(
-            fallback_name(Path::new("t/leaf01.json")).as_deref(),
-            Some("leaf01")
-        );
-        assert_eq!(
-            fallback_name(Path::new("h1.fab.example.json0")).as_deref(),
+            named("h1.fab.example.json0").as_deref(),
             Some("h1.fab.example")
         );
-        assert_eq!(
-            fallback_name(Path::new("leaf02")).as_deref(),
-            Some("leaf02")
-        );
-        assert_eq!(fallback_name(Path::new("-")), None);
+        assert_eq!(named("t/lf1a.json0.json").as_deref(), Some("lf1a"));
+        assert_eq!(named("leaf02").as_deref(), Some("leaf02"));
+        assert_eq!(named("-"), None);
     }
 
     #[test]

@@ -180,6 +180,13 @@ fn infer(args: &InferArgs) -> Result<ExitCode, Failure> {
     for w in &warnings {
         eprintln!("warning: {w}");
     }
+    // Captures of neighbours only: which box each is, by its cabling, before any verdict.
+    let stand_ins = builder
+        .resolve_stand_ins()
+        .map_err(|e| Failure::Input(e.into()))?;
+    for note in &stand_ins {
+        eprintln!("warning: {note}");
+    }
     let mut timings = vec![("read", start.elapsed())];
     if builder.table_count() == 0 {
         return Err(Failure::Input(anyhow::anyhow!(
@@ -276,5 +283,59 @@ fn report(fabric: &Fabric) {
     );
     for f in &fabric.findings {
         let _ = writeln!(err, "{f}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: InferArgs,
+    }
+
+    fn rack(name: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../topo-discovery/tests/fixtures/lldpd-rack")
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// Captures of neighbours only under management IPs, leaves and hosts only: nothing tells
+    /// the two leaf groups apart. `topo infer` says so and exits 1 (input), naming the files
+    /// and the boxes each could be; no miswiring verdict, no output.
+    #[test]
+    fn undecidable_captures_exit_1_naming_files_and_candidates() {
+        let dir = tempfile::tempdir().unwrap();
+        let boxes = ["lf1a", "lf1b", "lf2a", "lf2b", "h1", "h2", "h3", "h4"];
+        let boxes = boxes.iter().chain(["h5", "h6", "h7", "h8"].iter());
+        for (i, b) in boxes.enumerate() {
+            let to = dir.path().join(format!("10.0.0.{}.json", 13 + i));
+            std::fs::write(to, rack(&format!("{b}.neighbours.json0"))).unwrap();
+        }
+        let out = tempfile::tempdir().unwrap();
+        let out_arg = out.path().display().to_string();
+        let dir_arg = dir.path().display().to_string();
+        let cli = Cli::try_parse_from(["infer", "--out-dir", &out_arg, &dir_arg]).unwrap();
+        let Err(Failure::Input(e)) = infer(&cli.args) else {
+            panic!("an input failure (exit status 1)");
+        };
+        let msg = format!("{e:#}");
+        assert!(msg.contains("10.0.0.17.json"), "{msg}");
+        assert!(
+            msg.contains("its cabling fits 2 boxes (h1.fab.example, h5.fab.example)"),
+            "{msg}"
+        );
+        // A spine's capture that names itself settles it.
+        std::fs::write(dir.path().join("sp1.json"), rack("sp1.full.json0")).unwrap();
+        let code = infer(&cli.args).ok().expect("inferred");
+        assert_eq!(code, ExitCode::SUCCESS);
+        assert!(out.path().join("fabric.json").is_file());
     }
 }

@@ -16,6 +16,18 @@ pub enum VmError {
     /// QEMU is not installed.
     #[error("{QEMU} not found in PATH; install it: apt-get install qemu-system-x86")]
     QemuMissing,
+    /// This QEMU does not emulate a device a test asked for (`igb` needs QEMU 8.0 or newer).
+    #[error(
+        "{QEMU} ({version}) has no {device} device; install QEMU 10 from Debian's \
+         bookworm-backports: scripts/install-deps.sh test (or apt-get install -t \
+         bookworm-backports qemu-system-x86)"
+    )]
+    QemuLacksDevice {
+        /// The `-device` name.
+        device: String,
+        /// QEMU's `--version` line.
+        version: String,
+    },
     /// No usable kernel.
     #[error(transparent)]
     Kernel(#[from] KernelError),

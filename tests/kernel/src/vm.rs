@@ -96,6 +96,9 @@ pub enum NicModel {
     VirtioNet,
     /// `e1000e` (Intel 82574L): a netdev directly under its PCI function.
     E1000e,
+    /// `igb` (Intel 82576, QEMU 8.0 or newer) with SR-IOV: each NIC is a PF behind its own
+    /// PCIe root port on a `q35` machine, with up to 7 VFs (`sriov_numvfs`) bound by `igbvf`.
+    Igb,
 }
 
 impl NicModel {
@@ -103,14 +106,24 @@ impl NicModel {
         match self {
             Self::VirtioNet => "virtio-net-pci",
             Self::E1000e => "e1000e",
+            Self::Igb => "igb",
         }
     }
 
-    /// The guest driver to load beyond the boot modules.
-    fn guest_driver(self) -> Option<&'static str> {
+    /// The guest drivers to load beyond the boot modules.
+    fn guest_drivers(self) -> &'static [&'static str] {
         match self {
-            Self::VirtioNet => None,
-            Self::E1000e => Some("e1000e"),
+            Self::VirtioNet => &[],
+            Self::E1000e => &["e1000e"],
+            Self::Igb => &["igb", "igbvf"],
+        }
+    }
+
+    /// SR-IOV needs PCI Express: a `q35` machine with each NIC behind a root port.
+    fn machine(self) -> &'static str {
+        match self {
+            Self::Igb => "q35",
+            Self::VirtioNet | Self::E1000e => "pc",
         }
     }
 }
@@ -210,8 +223,9 @@ impl VmBuilder {
         let kernel = Kernel::find()?;
         let cache = cache_dir();
         let mut modules: Vec<&str> = self.modules.iter().map(String::as_str).collect();
-        if let Some(driver) = self.nic_model.guest_driver() {
-            modules.push(driver);
+        modules.extend(self.nic_model.guest_drivers());
+        if self.nic_model == NicModel::Igb {
+            require_device(&qemu, "igb")?;
         }
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let params: Vec<(&str, &str)> = self
@@ -240,7 +254,14 @@ impl VmBuilder {
 
         let console = dir.join("console.log");
         let mut cmd = Command::new(qemu);
-        cmd.args(["-accel", "tcg", "-machine", "pc", "-cpu", "max"]);
+        cmd.args([
+            "-accel",
+            "tcg",
+            "-machine",
+            self.nic_model.machine(),
+            "-cpu",
+            "max",
+        ]);
         // qboot (shipped with Debian's QEMU) starts the kernel sooner than SeaBIOS: about
         // 0.4 s of a 6 s run under TCG on this machine.
         if Path::new(QBOOT).is_file() {
@@ -286,11 +307,20 @@ impl VmBuilder {
                 "virtio-9p-pci,fsdev=spinelout,mount_tag=spinelout",
             ]);
         for i in 0..self.nics {
+            // A root port per NIC: VFs are routed through the port's bus (ARI), and QEMU's igb
+            // refuses SR-IOV on the root complex itself.
+            let bus = if self.nic_model == NicModel::Igb {
+                cmd.arg("-device")
+                    .arg(format!("pcie-root-port,id=rp{i},chassis={},slot=0", i + 1));
+                format!(",bus=rp{i}")
+            } else {
+                String::new()
+            };
             cmd.arg("-netdev")
                 .arg(format!("hubport,id=nic{i},hubid=0"))
                 .arg("-device")
                 .arg(format!(
-                    "{},netdev=nic{i},mac=52:54:00:00:00:{:02x}",
+                    "{},netdev=nic{i},mac=52:54:00:00:00:{:02x}{bus}",
                     self.nic_model.qemu_device(),
                     i + 1
                 ));
@@ -349,6 +379,39 @@ impl VmBuilder {
         }
         Ok(out)
     }
+}
+
+/// Fails with [`VmError::QemuLacksDevice`] unless this QEMU emulates `device`.
+fn require_device(qemu: &Path, device: &str) -> Result<(), VmError> {
+    let out = Command::new(qemu)
+        .args(["-machine", "none", "-device", "help"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| VmError::Io {
+            what: "ask qemu for its devices",
+            path: qemu.to_owned(),
+            source,
+        })?;
+    // `-device help` lists `name "igb", bus PCI, desc "..."` lines on stdout.
+    let listed = String::from_utf8_lossy(&out.stdout).contains(&format!("name \"{device}\""));
+    if listed {
+        return Ok(());
+    }
+    let version = Command::new(qemu)
+        .arg("--version")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .unwrap_or_default();
+    Err(VmError::QemuLacksDevice {
+        device: device.to_owned(),
+        version,
+    })
 }
 
 /// The script stage 2 runs: `cd`, the environment, then `exec` of the quoted argv.

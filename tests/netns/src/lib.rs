@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod cluster;
 pub mod cni;
+pub mod dra;
 pub mod fabric;
 pub mod iproute2;
 pub mod k8s;

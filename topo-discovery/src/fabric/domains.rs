@@ -40,6 +40,7 @@ pub(crate) fn build(draft: Draft) -> Fabric {
         rails,
         mut switches,
         salts,
+        confirmed,
         mut hosts,
         links,
         findings,
@@ -51,9 +52,14 @@ pub(crate) fn build(draft: Draft) -> Fabric {
     let rail_optimized = leaf_rails(&hosts, &mut switches, rails.len());
     assign_hosts(&mut hosts, &switches, &mut domains);
     higher_tiers(&mut domains, &mut switches, &links, depth);
-    let segments = id_segments(&switches);
-    name_domains(&mut domains, &segments, &salts, depth);
-    name_switches(&mut switches, &domains, &segments, &salts);
+    let segments = id_segments(&switches, &confirmed);
+    let ids = IdSources {
+        segments: &segments,
+        salts: &salts,
+        confirmed: &confirmed,
+    };
+    name_domains(&mut domains, &ids, depth);
+    name_switches(&mut switches, &domains, &ids);
     for d in &mut domains {
         d.children.sort_by_key(|c| c.0);
     }
@@ -71,27 +77,37 @@ pub(crate) fn build(draft: Draft) -> Fabric {
 
 /// The leaves of each host (switch indices, sorted).
 fn host_leaves(hosts: &[Host]) -> Vec<Vec<u32>> {
-    hosts
+    hosts.iter().map(leaves_of).collect()
+}
+
+/// The leaves of one host (switch indices, sorted, once each).
+pub(crate) fn leaves_of(h: &Host) -> Vec<u32> {
+    let mut v: Vec<u32> = h
+        .nics
         .iter()
-        .map(|h| {
-            let mut v: Vec<u32> = h
-                .nics
-                .iter()
-                .filter_map(|n| n.link.as_ref())
-                .map(|l| l.switch.0)
-                .collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        })
-        .collect()
+        .filter_map(|n| n.link.as_ref())
+        .map(|l| l.switch.0)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Whether two leaves that `shared` hosts link are one leaf group: at least half of the
+/// smaller leaf's hosts share them, and when that is a single host, it is also at least half
+/// of the larger leaf's. So one miscabled host (or one report, which can always invent a leaf
+/// of its own) never joins a leaf to a group of several hosts, while a small design (two hosts
+/// a leaf, one dual-homed server) still forms its groups.
+pub(crate) fn strong_edge(shared: u32, hosts_a: u32, hosts_b: u32) -> bool {
+    let (smaller, larger) = (hosts_a.min(hosts_b), hosts_a.max(hosts_b));
+    2 * shared >= smaller && (shared >= 2 || 2 * shared >= larger)
 }
 
 /// Leaf groups (the tier-1 domains): leaves joined by the hosts they share. An edge counts only
-/// when at least half of the smaller leaf's hosts share it, so one miscabled host does not
-/// merge two groups. Each host contributes a star from its first leaf (in content order)
-/// rather than every pair: the hosts of a group share that first leaf, and it keeps 8 rails at
-/// 7 edges a host. Sets each leaf's domain.
+/// as [`strong_edge`] says, so one miscabled host (or one report) does not merge two groups.
+/// Each host contributes a star from its first leaf (in content order) rather than every pair:
+/// the hosts of a group share that first leaf, and it keeps 8 rails at 7 edges a host. Sets
+/// each leaf's domain.
 fn leaf_groups(host_leaves: &[Vec<u32>], switches: &mut [Switch]) -> Vec<Domain> {
     let n_sw = switches.len();
     let mut hosts_per_switch = vec![0u32; n_sw];
@@ -111,8 +127,11 @@ fn leaf_groups(host_leaves: &[Vec<u32>], switches: &mut [Switch]) -> Vec<Domain>
     for run in pairs.chunk_by(|a, b| a == b) {
         let (a, b) = ((run[0] >> 32) as u32, run[0] as u32);
         let shared = run.len() as u32;
-        let smaller = hosts_per_switch[a as usize].min(hosts_per_switch[b as usize]);
-        if 2 * shared >= smaller {
+        if strong_edge(
+            shared,
+            hosts_per_switch[a as usize],
+            hosts_per_switch[b as usize],
+        ) {
             uf.union(a, b);
         }
     }
@@ -170,31 +189,44 @@ fn swapped_nics(hosts: &[Host], counts: &[Vec<(u16, u32)>]) -> Vec<Vec<bool>> {
             .iter()
             .any(|&(r, n)| r == rail && n == max[leaf as usize])
     };
-    hosts
-        .iter()
-        .map(|h| {
-            let on = |i: usize| h.nics[i].link.as_ref().map(|l| l.switch.0);
-            let displaced =
-                (0..h.nics.len()).any(|i| on(i).is_some_and(|a| !is_main(a, h.nics[i].rail)));
-            if !displaced {
-                return Vec::new();
-            }
-            (0..h.nics.len())
-                .map(|i| {
-                    let Some(a) = on(i) else { return false };
-                    let r = h.nics[i].rail;
-                    !is_main(a, r)
-                        && (0..h.nics.len()).any(|j| {
-                            let s = h.nics[j].rail;
-                            j != i
-                                && on(j).is_some_and(|b| {
-                                    b != a && is_main(a, s) && is_main(b, r) && !is_main(b, s)
-                                })
+    hosts.iter().map(|h| host_swapped(h, &is_main)).collect()
+}
+
+/// Per NIC of one host: whether it is one of a swapped pair (see [`swapped_nics`]), given
+/// whether a rail is a leaf's main rail; empty when no NIC of the host is displaced.
+pub(crate) fn host_swapped(h: &Host, is_main: &impl Fn(u32, u16) -> bool) -> Vec<bool> {
+    let on = |i: usize| h.nics[i].link.as_ref().map(|l| l.switch.0);
+    let displaced = (0..h.nics.len()).any(|i| on(i).is_some_and(|a| !is_main(a, h.nics[i].rail)));
+    if !displaced {
+        return Vec::new();
+    }
+    (0..h.nics.len())
+        .map(|i| {
+            let Some(a) = on(i) else { return false };
+            let r = h.nics[i].rail;
+            !is_main(a, r)
+                && (0..h.nics.len()).any(|j| {
+                    let s = h.nics[j].rail;
+                    j != i
+                        && on(j).is_some_and(|b| {
+                            b != a && is_main(a, s) && is_main(b, r) && !is_main(b, s)
                         })
                 })
-                .collect()
         })
         .collect()
+}
+
+/// The rails a leaf serves from its (rail, hosts) counts: every rail with at least half the
+/// count of its most common one; `None` for a switch no NIC counts on.
+pub(crate) fn served(counts: &[(u16, u32)]) -> Option<Vec<u16>> {
+    let max = counts.iter().map(|x| x.1).max()?;
+    Some(
+        counts
+            .iter()
+            .filter(|x| 2 * x.1 >= max)
+            .map(|x| x.0)
+            .collect(),
+    )
 }
 
 /// Rails per leaf: the rails carried by at least half as many hosts as its main rail, not
@@ -212,10 +244,9 @@ fn leaf_rails(hosts: &[Host], switches: &mut [Switch], n_rails: usize) -> bool {
     let mut aligned = 0usize;
     let mut leaves = 0usize;
     for (sw, c) in counts.iter().enumerate() {
-        let Some(max) = c.iter().map(|x| x.1).max() else {
+        let Some(served) = served(c) else {
             continue;
         };
-        let served: Vec<u16> = c.iter().filter(|x| 2 * x.1 >= max).map(|x| x.0).collect();
         leaves += 1;
         if served.len() < n_rails {
             aligned += 1;
@@ -228,30 +259,37 @@ fn leaf_rails(hosts: &[Host], switches: &mut [Switch], n_rails: usize) -> bool {
 /// Each host joins the group holding most of its NICs (ties: its lowest rail's group).
 fn assign_hosts(hosts: &mut [Host], switches: &[Switch], domains: &mut [Domain]) {
     for (hi, h) in hosts.iter_mut().enumerate() {
-        let mut votes: Vec<(u32, u32, u16)> = Vec::new(); // (group, count, lowest rail)
-        for nic in &h.nics {
-            let Some(l) = &nic.link else { continue };
-            let Some(DomainIdx(g)) = switches[l.switch.0 as usize].domain else {
-                continue;
-            };
-            match votes.iter_mut().find(|v| v.0 == g) {
-                Some(v) => {
-                    v.1 += 1;
-                    v.2 = v.2.min(nic.rail);
-                }
-                None => votes.push((g, 1, nic.rail)),
-            }
-        }
-        let best = votes.iter().max_by(|a, b| {
-            a.1.cmp(&b.1)
-                .then_with(|| b.2.cmp(&a.2))
-                .then_with(|| b.0.cmp(&a.0))
-        });
-        if let Some(&(g, _, _)) = best {
+        if let Some(g) = best_group(h, switches) {
             h.domain = Some(DomainIdx(g));
             domains[g as usize].hosts.push(HostIdx(hi as u32));
         }
     }
+}
+
+/// The leaf group holding most of a host's NICs (ties: its lowest rail's group).
+pub(crate) fn best_group(h: &Host, switches: &[Switch]) -> Option<u32> {
+    let mut votes: Vec<(u32, u32, u16)> = Vec::new(); // (group, count, lowest rail)
+    for nic in &h.nics {
+        let Some(l) = &nic.link else { continue };
+        let Some(DomainIdx(g)) = switches[l.switch.0 as usize].domain else {
+            continue;
+        };
+        match votes.iter_mut().find(|v| v.0 == g) {
+            Some(v) => {
+                v.1 += 1;
+                v.2 = v.2.min(nic.rail);
+            }
+            None => votes.push((g, 1, nic.rail)),
+        }
+    }
+    votes
+        .iter()
+        .max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| b.2.cmp(&a.2))
+                .then_with(|| b.0.cmp(&a.0))
+        })
+        .map(|v| v.0)
 }
 
 /// Higher tiers: at tier k, the tier k-1 domains and tier-k switches joined by uplinks form
@@ -310,85 +348,138 @@ fn higher_tiers(
 /// Each switch's id segment: its name sanitised, without the domain part of a fully
 /// qualified name (`leaf1.fab.example` gives `leaf1`) when the first label is a host name
 /// (starts with a letter) that no other switch's first label repeats. So FQDN fabrics keep
-/// readable ids instead of falling back to hashes.
-fn id_segments(switches: &[Switch]) -> Vec<String> {
+/// readable ids instead of falling back to hashes. Only confirmed switches count against a
+/// confirmed one: a switch one report alone shows never changes a real switch's segment.
+fn id_segments(switches: &[Switch], confirmed: &[bool]) -> Vec<String> {
     let first = |name: &str| -> Option<String> {
         let (label, rest) = name.split_once('.')?;
         (label.starts_with(|c: char| c.is_ascii_alphabetic()) && !rest.is_empty())
             .then(|| label.to_ascii_lowercase())
     };
-    let mut count: HashMap<String, u32> = HashMap::new();
-    for sw in switches {
+    let mut count: HashMap<String, (u32, u32)> = HashMap::new();
+    for (sw, &sure) in switches.iter().zip(confirmed) {
         let key = first(&sw.name).unwrap_or_else(|| sw.name.to_ascii_lowercase());
-        *count.entry(key).or_default() += 1;
+        let c = count.entry(key).or_default();
+        if sure {
+            c.0 += 1;
+        } else {
+            c.1 += 1;
+        }
     }
     switches
         .iter()
-        .map(|sw| match first(&sw.name) {
-            Some(label) if count.get(&label) == Some(&1) => sanitize_segment(&label),
+        .zip(confirmed)
+        .map(|(sw, &sure)| match first(&sw.name) {
+            Some(label)
+                if count.get(&label).is_some_and(
+                    |&(c, u)| {
+                        if sure { c == 1 } else { c + u == 1 }
+                    },
+                ) =>
+            {
+                sanitize_segment(&label)
+            }
             _ => sanitize_segment(&sw.name),
         })
         .collect()
 }
 
+/// What ids are made of, per switch.
+struct IdSources<'a> {
+    segments: &'a [String],
+    salts: &'a [String],
+    confirmed: &'a [bool],
+}
+
+/// Ids one tier (or the switches) want, counted: (by confirmed owners, by all owners).
+#[derive(Default)]
+struct IdCounts(HashMap<String, (u32, u32)>);
+
+impl IdCounts {
+    fn add(&mut self, id: &str, confirmed: bool) {
+        let c = self.0.entry(id.to_owned()).or_default();
+        c.1 += 1;
+        if confirmed {
+            c.0 += 1;
+        }
+    }
+
+    /// Whether an owner (confirmed or not) of `id` shares it with another that takes
+    /// precedence: a confirmed owner yields only to confirmed ones, an unconfirmed one to all.
+    fn clashes(&self, id: &str, confirmed: bool) -> bool {
+        self.0
+            .get(id)
+            .is_some_and(|&(c, all)| if confirmed { c > 1 } else { all > 1 })
+    }
+}
+
 /// Names and ids, top-down so that children qualify with their parent's final id; clashes get
-/// a hash of their switches' salts.
-fn name_domains(domains: &mut [Domain], segments: &[String], salts: &[String], depth: u8) {
+/// a hash of their switches' salts. A domain is confirmed when one of its switches is; a
+/// confirmed domain keeps its id against unconfirmed ones.
+fn name_domains(domains: &mut [Domain], ids: &IdSources<'_>, depth: u8) {
     for d in domains.iter_mut() {
         let refs: Vec<&str> = d
             .switches
             .iter()
-            .map(|s| segments[s.0 as usize].as_str())
+            .map(|s| ids.segments[s.0 as usize].as_str())
             .collect();
         d.name = group_name(&refs);
     }
-    let mut taken: HashMap<String, u32> = HashMap::new();
+    let sure: Vec<bool> = domains
+        .iter()
+        .map(|d| d.switches.iter().any(|s| ids.confirmed[s.0 as usize]))
+        .collect();
+    // Final ids of the tiers above, with whether a confirmed domain holds each.
+    let mut taken: HashMap<String, bool> = HashMap::new();
     for tier in (1..=depth.max(1)).rev() {
         let at: Vec<usize> = (0..domains.len())
             .filter(|&d| domains[d].tier == tier)
             .collect();
-        let mut ids: Vec<String> = at
+        let mut wanted: Vec<String> = at
             .iter()
             .map(|&d| {
                 let parent = domains[d].parent.map(|p| domains[p.0 as usize].id.clone());
                 qualify(parent.as_deref(), &domains[d].name)
             })
             .collect();
-        let mut count: HashMap<&str, u32> = HashMap::new();
-        for id in &ids {
-            *count.entry(id.as_str()).or_default() += 1;
+        let mut count = IdCounts::default();
+        for (id, &d) in wanted.iter().zip(&at) {
+            count.add(id, sure[d]);
         }
-        let clash: Vec<bool> = ids
+        let clash: Vec<bool> = wanted
             .iter()
-            .map(|id| count.get(id.as_str()).copied().unwrap_or(0) > 1 || taken.contains_key(id))
+            .zip(&at)
+            .map(|(id, &d)| {
+                count.clashes(id, sure[d])
+                    || taken
+                        .get(id)
+                        .is_some_and(|&held_sure| held_sure || !sure[d])
+            })
             .collect();
         for (i, &d) in at.iter().enumerate() {
             if clash[i] {
                 let salt: Vec<&str> = domains[d]
                     .switches
                     .iter()
-                    .map(|s| salts[s.0 as usize].as_str())
+                    .map(|s| ids.salts[s.0 as usize].as_str())
                     .collect();
-                ids[i] = disambiguate(&ids[i], &salt.join(","));
+                wanted[i] = disambiguate(&wanted[i], &salt.join(","));
             }
         }
         for (i, &d) in at.iter().enumerate() {
-            taken.insert(ids[i].clone(), d as u32);
-            domains[d].id = std::mem::take(&mut ids[i]);
+            let held = taken.entry(wanted[i].clone()).or_insert(false);
+            *held |= sure[d];
+            domains[d].id = std::mem::take(&mut wanted[i]);
         }
     }
 }
 
-/// Switch ids: the domain's id for a domain's only switch, else qualified by it.
-fn name_switches(
-    switches: &mut [Switch],
-    domains: &[Domain],
-    segments: &[String],
-    salts: &[String],
-) {
-    let mut ids: Vec<String> = switches
+/// Switch ids: the domain's id for a domain's only switch, else qualified by it; a confirmed
+/// switch keeps its id against unconfirmed ones.
+fn name_switches(switches: &mut [Switch], domains: &[Domain], ids: &IdSources<'_>) {
+    let mut wanted: Vec<String> = switches
         .iter()
-        .zip(segments)
+        .zip(ids.segments)
         .map(|(sw, segment)| match sw.domain {
             Some(DomainIdx(d)) if domains[d as usize].switches.len() == 1 => {
                 domains[d as usize].id.clone()
@@ -397,16 +488,16 @@ fn name_switches(
             None => segment.clone(),
         })
         .collect();
-    let mut count: HashMap<String, u32> = HashMap::new();
-    for id in &ids {
-        *count.entry(id.clone()).or_default() += 1;
+    let mut count = IdCounts::default();
+    for (id, &sure) in wanted.iter().zip(ids.confirmed) {
+        count.add(id, sure);
     }
-    for (i, id) in ids.iter_mut().enumerate() {
-        if count.get(id.as_str()).copied().unwrap_or(0) > 1 {
-            *id = disambiguate(id, &salts[i]);
+    for (i, id) in wanted.iter_mut().enumerate() {
+        if count.clashes(id, ids.confirmed[i]) {
+            *id = disambiguate(id, &ids.salts[i]);
         }
     }
-    for (sw, id) in switches.iter_mut().zip(ids) {
+    for (sw, id) in switches.iter_mut().zip(wanted) {
         sw.id = id;
     }
 }
@@ -589,11 +680,17 @@ mod tests {
         let mut domains = leaf_groups(&host_leaves(&hosts), &mut switches);
         higher_tiers(&mut domains, &mut switches, &links, 2);
         let salts: Vec<String> = switches.iter().map(|s| s.name.clone()).collect();
-        let segments = id_segments(&switches);
-        name_domains(&mut domains, &segments, &salts, 2);
-        let ids: Vec<&str> = domains.iter().map(|d| d.id.as_str()).collect();
-        assert_eq!(ids, ["spine1.leaf1-2", "spine1.leaf3-4", "spine1"]);
-        name_switches(&mut switches, &domains, &segments, &salts);
+        let confirmed = vec![true; switches.len()];
+        let segments = id_segments(&switches, &confirmed);
+        let ids = IdSources {
+            segments: &segments,
+            salts: &salts,
+            confirmed: &confirmed,
+        };
+        name_domains(&mut domains, &ids, 2);
+        let got: Vec<&str> = domains.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(got, ["spine1.leaf1-2", "spine1.leaf3-4", "spine1"]);
+        name_switches(&mut switches, &domains, &ids);
         assert_eq!(switches[0].id, "spine1.leaf1-2.leaf1");
         assert_eq!(switches[4].id, "spine1");
     }
@@ -610,7 +707,7 @@ mod tests {
         ];
         let switches: Vec<Switch> = names.iter().map(|n| sw(n, None)).collect();
         assert_eq!(
-            id_segments(&switches),
+            id_segments(&switches, &vec![true; switches.len()]),
             [
                 "leaf1",
                 "spine1",

@@ -10,6 +10,8 @@ pub(crate) struct Draft {
     pub switches: Vec<Switch>,
     /// Per switch: a stable string for hashing (its chassis ID, or its name).
     pub salts: Vec<String>,
+    /// Per switch: confirmed by its own table or two observers (see `identity`).
+    pub confirmed: Vec<bool>,
     pub hosts: Vec<Host>,
     pub links: Vec<SwitchLink>,
     pub findings: Vec<Finding>,

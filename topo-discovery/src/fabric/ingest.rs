@@ -6,6 +6,7 @@ use spinel_wire::neighbor::{
     Role,
 };
 
+use super::infer::{StandInError, StandInNote};
 use super::model::Fabric;
 use super::options::InferOptions;
 use super::raw::{NONE, RawAdvertised, RawNeighbor, RawObserver, RawPort, RawTables, caps};
@@ -29,6 +30,10 @@ pub struct ObserverFacts<'a> {
     /// Station means host), not stated by whoever wrote the table. Such a role is capability
     /// evidence, weaker than a host list or the fabric NICs.
     pub role_from_capabilities: bool,
+    /// The capture has no chassis of its own, and its observer's name is a stand-in taken
+    /// from where it came from (this file, or ConfigMap key): which box it is will be decided
+    /// by its cabling ([`FabricBuilder::resolve_stand_ins`]).
+    pub stand_in: Option<&'a str>,
 }
 
 /// One neighbour as inference reads it, borrowed from wherever it was parsed: what
@@ -142,12 +147,17 @@ impl FabricBuilder {
             Some((subtype, value)) => raw.intern_chassis(subtype as u8, value),
             None => NONE,
         };
+        let stand_in = match facts.stand_in {
+            Some(source) if chassis == NONE => raw.strings.intern(source),
+            _ => NONE,
+        };
         raw.observers.push(RawObserver {
             name,
             chassis,
             role,
             role_from_caps: facts.role_from_capabilities,
             caps: caps::bits(facts.capabilities),
+            stand_in,
         });
         TableHandle((raw.observers.len() - 1) as u32)
     }
@@ -234,6 +244,7 @@ impl FabricBuilder {
                 } else {
                     c[ob.chassis as usize]
                 },
+                stand_in: opt(ob.stand_in),
                 ..*ob
             }));
         raw.neighbors
@@ -275,6 +286,11 @@ impl FabricBuilder {
         self.add_advertised(handle.0, ports);
     }
 
+    /// Adds the Port IDs the switch of table `table` advertises.
+    pub(crate) fn add_advertised_to(&mut self, table: TableHandle, ports: &[AdvertisedPort]) {
+        self.add_advertised(table.0, ports);
+    }
+
     fn add_advertised(&mut self, observer: u32, ports: &[AdvertisedPort]) {
         let raw = &mut self.raw;
         for p in ports {
@@ -290,13 +306,23 @@ impl FabricBuilder {
         }
     }
 
+    /// Decides which box each capture of neighbours only is (those added with
+    /// [`ObserverFacts::stand_in`]), by its cabling: when it lists neighbour H on its port P and
+    /// H's own table lists Y on the port the capture saw, with P as Y's port there, the capture
+    /// is Y's. Then the stand-in names that cabling cannot place are matched by name, as
+    /// before. Returns what was decided, one note per capture, or, when a capture cannot be
+    /// told (two candidates, or none while it is cabled to described boxes) or two captures
+    /// turn out to be one box, why; nothing is changed then.
+    pub fn resolve_stand_ins(&mut self) -> Result<Vec<StandInNote>, StandInError> {
+        super::infer::resolve_stand_ins(&mut self.raw)
+    }
+
     /// Runs inference over everything added.
     pub fn infer(self, options: &InferOptions) -> Fabric {
         super::infer::run(self.raw, options)
     }
 
-    /// The interned records, for testing inference phases on their own.
-    #[cfg(test)]
+    /// The interned records (inference phases run on their own, tests).
     pub(crate) fn into_raw(self) -> RawTables {
         self.raw
     }

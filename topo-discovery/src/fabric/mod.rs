@@ -12,6 +12,7 @@
 //!
 //! The rules (tiers, leaf groups, rails, ids) are explained in `docs/fabric-model.md`.
 
+mod compact;
 mod domains;
 mod draft;
 mod infer;
@@ -25,11 +26,14 @@ pub mod dot;
 pub mod json;
 pub mod kueue;
 pub mod labels;
+pub mod live;
 pub mod names;
 pub mod slurm;
 pub mod synthetic;
 pub mod volcano;
 
+pub use compact::CompactTable;
+pub use infer::{StandInError, StandInNote, UndecidedStandIn};
 pub use ingest::{
     AdvertisedPort, FabricBuilder, NeighborSighting, ObserverFacts, PortHandle, TableHandle,
 };

@@ -228,6 +228,10 @@ pub enum FindingKind {
     HostNotSeen,
     /// No host could be placed in the fabric: the outputs would be empty.
     NoHostsPlaced,
+    /// A node's report disagrees with what the other observers see (a switch's name, a
+    /// chassis it claims, a NIC on a switch that is no leaf, a NIC no other node has): the
+    /// node is placed by what the others see.
+    DisputedReport,
 }
 
 /// One entry of the miswiring report.
@@ -284,6 +288,7 @@ impl FindingKind {
             FindingKind::ManagementSwitch => "management_switch",
             FindingKind::HostNotSeen => "host_not_seen",
             FindingKind::NoHostsPlaced => "no_hosts_placed",
+            FindingKind::DisputedReport => "disputed_report",
         }
     }
 }

@@ -117,6 +117,9 @@ pub(crate) struct RawObserver {
     pub role_from_caps: bool,
     /// The capabilities the observer itself advertises, when the capture says ([`caps`] bits).
     pub caps: u8,
+    /// For a capture of neighbours only whose name stands in for the box (a file name):
+    /// where it came from (interned), to name in messages; [`NONE`] otherwise.
+    pub stand_in: u32,
 }
 
 /// One neighbour seen on one port of one observer.

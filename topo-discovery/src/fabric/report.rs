@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use rustc_hash::FxHashMap;
 
 use super::model::{
-    Domain, DomainIdx, Fabric, Finding, FindingKind, Host, LinkKind, Severity, SwitchIdx,
+    Domain, DomainIdx, Fabric, Finding, FindingKind, Host, HostIdx, LinkKind, Severity, SwitchIdx,
 };
 use super::names::natural_cmp;
 
@@ -23,11 +23,47 @@ pub fn tier_name(tier: u8) -> String {
 /// Adds the report's findings; `listed` are the hosts the caller named.
 pub(crate) fn check(fabric: &mut Fabric, listed: &[String]) {
     let mut out = Vec::new();
-    check_hosts(fabric, &mut out);
-    check_host_cables(fabric, &mut out);
-    check_uplinks(fabric, &mut out);
+    let all: Vec<HostIdx> = (0..fabric.hosts.len() as u32).map(HostIdx).collect();
+    host_findings(fabric, &all, &mut out);
+    let domains: Vec<DomainIdx> = (0..fabric.domains.len() as u32).map(DomainIdx).collect();
+    out.extend(
+        domain_findings(fabric, &domains)
+            .into_iter()
+            .map(|(_, f)| f),
+    );
     check_placement(fabric, listed, &mut out);
     fabric.findings.extend(out);
+}
+
+/// The report's findings about `hosts` (their rails and cables), each naming its host.
+pub(crate) fn host_findings(fabric: &Fabric, hosts: &[HostIdx], out: &mut Vec<Finding>) {
+    let mut expected: FxHashMap<u32, Vec<u16>> = FxHashMap::default();
+    for &h in hosts {
+        let host = fabric.host(h);
+        if let Some(DomainIdx(g)) = host.domain {
+            expected
+                .entry(g)
+                .or_insert_with(|| expected_rails(fabric, &fabric.domains[g as usize]));
+        }
+        check_host(fabric, host, &expected, out);
+        check_host_cables(fabric, host, out);
+    }
+}
+
+/// The report's findings about the switches of `domains` (uplinks of tier-2 and higher
+/// domains, domains without a parent), each with the domain it is about.
+pub(crate) fn domain_findings(fabric: &Fabric, domains: &[DomainIdx]) -> Vec<(u32, Finding)> {
+    let mut out = Vec::new();
+    check_uplinks(fabric, domains, &mut out);
+    check_rootless(fabric, domains, &mut out);
+    out
+}
+
+/// The placement findings: hosts the caller named that no table shows, and no host placed.
+pub(crate) fn placement_findings(fabric: &Fabric, listed: &[String]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    check_placement(fabric, listed, &mut out);
+    out
 }
 
 fn free_ports_hint(fabric: &Fabric, sw: SwitchIdx) -> String {
@@ -69,79 +105,80 @@ fn tier_plural(tier: u8) -> String {
     }
 }
 
-fn check_hosts(fabric: &Fabric, out: &mut Vec<Finding>) {
-    // Rails each group expects: in a rail-optimised fabric the rails its leaves serve; otherwise
-    // the rails that more than half of the group's hosts have connected.
-    let expected: Vec<Vec<u16>> = fabric
-        .domains
-        .iter()
-        .map(|d| {
-            if d.tier != 1 {
-                return Vec::new();
-            }
-            let mut rails: Vec<u16> = if fabric.rail_optimized {
-                d.switches
-                    .iter()
-                    .flat_map(|s| fabric.switch(*s).rails.iter().copied())
-                    .collect()
-            } else {
-                let mut per_rail: HashMap<u16, usize> = HashMap::new();
-                for h in &d.hosts {
-                    let mut connected: Vec<u16> = fabric
-                        .host(*h)
-                        .nics
-                        .iter()
-                        .filter(|n| n.link.is_some())
-                        .map(|n| n.rail)
-                        .collect();
-                    connected.sort_unstable();
-                    connected.dedup();
-                    for r in connected {
-                        *per_rail.entry(r).or_default() += 1;
-                    }
-                }
-                per_rail
-                    .into_iter()
-                    .filter(|&(_, n)| 2 * n > d.hosts.len())
-                    .map(|(r, _)| r)
-                    .collect()
-            };
-            rails.sort_unstable();
-            rails.dedup();
-            rails
-        })
-        .collect();
-
-    for host in &fabric.hosts {
-        let Some(DomainIdx(g)) = host.domain else {
-            let listed: Vec<&str> = host.nics.iter().map(|n| &*n.name).collect();
-            out.push(Finding {
-                severity: Severity::Error,
-                kind: FindingKind::HostUnconnected,
-                host: Some(host.name.clone()),
-                nic: None,
-                switch: None,
-                port: None,
-                expected: Some(String::from("a leaf switch on every RoCE NIC")),
-                message: format!(
-                    "no NIC of {} sees a switch (NICs: {}): check cables, link state, and that no \
-                     NIC firmware LLDP agent swallows LLDP",
-                    host.name,
-                    if listed.is_empty() {
-                        String::from("none listed")
-                    } else {
-                        listed.join(", ")
-                    }
-                ),
-            });
-            continue;
-        };
-        let group = &fabric.domains[g as usize];
-        if fabric.rail_optimized {
-            check_rails(fabric, host, group, out);
-        }
-        check_missing_rails(fabric, host, group, &expected[g as usize], out);
+/// Rails a leaf group expects: in a rail-optimised fabric the rails its leaves serve;
+/// otherwise the rails that more than half of the group's hosts have connected.
+fn expected_rails(fabric: &Fabric, d: &Domain) -> Vec<u16> {
+    if d.tier != 1 {
+        return Vec::new();
     }
+    let mut rails: Vec<u16> = if fabric.rail_optimized {
+        d.switches
+            .iter()
+            .flat_map(|s| fabric.switch(*s).rails.iter().copied())
+            .collect()
+    } else {
+        let mut per_rail: HashMap<u16, usize> = HashMap::new();
+        for h in &d.hosts {
+            let mut connected: Vec<u16> = fabric
+                .host(*h)
+                .nics
+                .iter()
+                .filter(|n| n.link.is_some())
+                .map(|n| n.rail)
+                .collect();
+            connected.sort_unstable();
+            connected.dedup();
+            for r in connected {
+                *per_rail.entry(r).or_default() += 1;
+            }
+        }
+        per_rail
+            .into_iter()
+            .filter(|&(_, n)| 2 * n > d.hosts.len())
+            .map(|(r, _)| r)
+            .collect()
+    };
+    rails.sort_unstable();
+    rails.dedup();
+    rails
+}
+
+fn check_host(
+    fabric: &Fabric,
+    host: &Host,
+    expected: &FxHashMap<u32, Vec<u16>>,
+    out: &mut Vec<Finding>,
+) {
+    let Some(DomainIdx(g)) = host.domain else {
+        let listed: Vec<&str> = host.nics.iter().map(|n| &*n.name).collect();
+        out.push(Finding {
+            severity: Severity::Error,
+            kind: FindingKind::HostUnconnected,
+            host: Some(host.name.clone()),
+            nic: None,
+            switch: None,
+            port: None,
+            expected: Some(String::from("a leaf switch on every RoCE NIC")),
+            message: format!(
+                "no NIC of {} sees a switch (NICs: {}): check cables, link state, and that no \
+                 NIC firmware LLDP agent swallows LLDP",
+                host.name,
+                if listed.is_empty() {
+                    String::from("none listed")
+                } else {
+                    listed.join(", ")
+                }
+            ),
+        });
+        return;
+    };
+    let group = &fabric.domains[g as usize];
+    if fabric.rail_optimized {
+        check_rails(fabric, host, group, out);
+    }
+    let none = Vec::new();
+    let rails = expected.get(&g).unwrap_or(&none);
+    check_missing_rails(fabric, host, group, rails, out);
 }
 
 /// Rails of the host's group that the host lacks: the NIC is absent, sees nothing, or sees a
@@ -217,8 +254,8 @@ fn home_leaf(fabric: &Fabric, host: &Host, rail: u16) -> Option<SwitchIdx> {
 
 /// Cables between two hosts of the fabric, once per cable (from the end whose host and NIC
 /// come first), naming both ends and where each belongs.
-fn check_host_cables(fabric: &Fabric, out: &mut Vec<Finding>) {
-    for host in &fabric.hosts {
+fn check_host_cables(fabric: &Fabric, host: &Host, out: &mut Vec<Finding>) {
+    {
         for nic in &host.nics {
             let Some(peer) = &nic.peer else { continue };
             let (Some(other), None) = (peer.host, &nic.link) else {
@@ -428,17 +465,31 @@ fn mode(values: impl Iterator<Item = u32>) -> Option<u32> {
         .map(|(v, _)| v)
 }
 
-fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
-    // Uplink counts per (lower switch, upper switch).
+fn check_uplinks(fabric: &Fabric, domains: &[DomainIdx], out: &mut Vec<(u32, Finding)>) {
+    // Uplink counts per (lower switch, upper switch), for the upper switches of `domains`.
+    let mut upper = vec![false; fabric.switches.len()];
+    for &DomainIdx(d) in domains {
+        let d = &fabric.domains[d as usize];
+        if d.tier >= 2 {
+            for s in &d.switches {
+                upper[s.0 as usize] = true;
+            }
+        }
+    }
     let mut count: FxHashMap<(u32, u32), u32> = FxHashMap::default();
     for l in &fabric.links {
-        if l.kind == LinkKind::Uplink {
+        if l.kind == LinkKind::Uplink && upper[l.upper.switch.0 as usize] {
             *count
                 .entry((l.lower.switch.0, l.upper.switch.0))
                 .or_default() += 1;
         }
     }
-    for d in fabric.domains.iter().filter(|d| d.tier >= 2) {
+    for &DomainIdx(di) in domains {
+        let d = &fabric.domains[di as usize];
+        if d.tier < 2 {
+            continue;
+        }
+        let mut found = Vec::new();
         let mut children: Vec<SwitchIdx> = d
             .children
             .iter()
@@ -447,13 +498,13 @@ fn check_uplinks(fabric: &Fabric, out: &mut Vec<Finding>) {
         children.sort();
         let mut corrected: HashMap<u32, i64> = HashMap::new();
         for &p in &d.switches {
-            check_parent(fabric, d, p, &children, &count, &mut corrected, out);
+            check_parent(fabric, d, p, &children, &count, &mut corrected, &mut found);
         }
         if d.switches.len() >= 2 {
-            check_fanout(fabric, d, &children, &count, &corrected, out);
+            check_fanout(fabric, d, &children, &count, &corrected, &mut found);
         }
+        out.extend(found.into_iter().map(|f| (di, f)));
     }
-    check_rootless(fabric, out);
 }
 
 /// One upper switch of domain `d` against its children: an extra parallel link is an
@@ -615,14 +666,15 @@ fn check_fanout(
 }
 
 /// Domains left without a parent while higher tiers exist: every switch in them lacks uplinks.
-fn check_rootless(fabric: &Fabric, out: &mut Vec<Finding>) {
-    for d in &fabric.domains {
+fn check_rootless(fabric: &Fabric, domains: &[DomainIdx], out: &mut Vec<(u32, Finding)>) {
+    for &DomainIdx(di) in domains {
+        let d = &fabric.domains[di as usize];
         if d.parent.is_some() || d.tier >= fabric.depth {
             continue;
         }
         for &s in &d.switches {
             let sw = fabric.switch(s);
-            out.push(Finding {
+            out.push((di, Finding {
                 severity: Severity::Error,
                 kind: FindingKind::MissingUplink,
                 host: None,
@@ -639,7 +691,7 @@ fn check_rootless(fabric: &Fabric, out: &mut Vec<Finding>) {
                     tier_name(d.tier + 1),
                     free_ports_hint(fabric, s)
                 ),
-            });
+            }));
         }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::model::{Domain, Fabric};
+use super::model::{Domain, DomainIdx, Fabric};
 use super::report::tier_name;
 use spinel_api::labels::LabelOptions;
 pub use spinel_api::volcano::{
@@ -25,14 +25,7 @@ fn member(member_type: MemberType, name: &str) -> MemberSpec {
 
 /// HyperNodes for every domain with hosts below it, highest tier first.
 pub fn hypernodes(fabric: &Fabric, options: &LabelOptions) -> Vec<HyperNode> {
-    // Hosts below each domain; domains are stored tier by tier, parents after children.
-    let mut below = vec![0usize; fabric.domains.len()];
-    for (i, d) in fabric.domains.iter().enumerate() {
-        below[i] += d.hosts.len();
-        if let Some(p) = d.parent {
-            below[p.0 as usize] += below[i];
-        }
-    }
+    let below = hosts_below(fabric);
     let mut out: Vec<(u8, &str, HyperNode)> = fabric
         .domains
         .iter()
@@ -42,6 +35,36 @@ pub fn hypernodes(fabric: &Fabric, options: &LabelOptions) -> Vec<HyperNode> {
         .collect();
     out.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     out.into_iter().map(|(_, _, h)| h).collect()
+}
+
+/// The HyperNodes of `domains`: each one's object, or `None` when no host is below it (it
+/// has none).
+pub fn hypernodes_of(
+    fabric: &Fabric,
+    domains: &[DomainIdx],
+    options: &LabelOptions,
+) -> Vec<(DomainIdx, Option<HyperNode>)> {
+    let below = hosts_below(fabric);
+    domains
+        .iter()
+        .map(|&d| {
+            let h = (below[d.0 as usize] > 0)
+                .then(|| hypernode(fabric, fabric.domain(d), &below, options));
+            (d, h)
+        })
+        .collect()
+}
+
+/// Hosts below each domain; domains are stored tier by tier, parents after children.
+fn hosts_below(fabric: &Fabric) -> Vec<usize> {
+    let mut below = vec![0usize; fabric.domains.len()];
+    for (i, d) in fabric.domains.iter().enumerate() {
+        below[i] += d.hosts.len();
+        if let Some(p) = d.parent {
+            below[p.0 as usize] += below[i];
+        }
+    }
+    below
 }
 
 fn hypernode(fabric: &Fabric, d: &Domain, below: &[usize], options: &LabelOptions) -> HyperNode {

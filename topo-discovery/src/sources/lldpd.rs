@@ -451,6 +451,7 @@ pub fn capture(docs: &[Value], options: &ParseOptions) -> Result<Capture, LldpdE
         },
         own_capabilities,
         observer_named_by,
+        source: options.source.clone(),
     })
 }
 

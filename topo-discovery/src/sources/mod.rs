@@ -43,6 +43,9 @@ pub struct Capture {
     pub own_capabilities: Option<Capabilities>,
     /// Where the observer's name came from.
     pub observer_named_by: NamedBy,
+    /// Where a capture of neighbours only came from ([`ParseOptions::source`]), to name it
+    /// when its box is decided by cabling.
+    pub source: Option<String>,
 }
 
 /// Where a capture's observer name came from.
@@ -61,9 +64,12 @@ impl Capture {
     /// Adds this capture to a builder. lldpd's role (from its capabilities) is passed on as
     /// capability evidence, not as a stated role.
     pub fn add_to(&self, builder: &mut FabricBuilder) {
+        let stand_in = (self.observer_named_by == NamedBy::Fallback)
+            .then(|| self.source.as_deref().unwrap_or(&self.table.observer.name));
         let facts = ObserverFacts {
             capabilities: self.own_capabilities.as_ref(),
             role_from_capabilities: self.format != Format::Spinel,
+            stand_in,
         };
         builder.add_capture(&self.table, &facts, &self.advertised);
     }
@@ -77,6 +83,33 @@ pub struct ParseOptions {
     /// Observer name for lldpd output that lacks its own chassis (neighbours only), when
     /// [`Self::observer`] is not given: what the CLI takes from the file name.
     pub fallback_observer: Option<String>,
+    /// Where the document came from (a path, a ConfigMap key), named when a capture of
+    /// neighbours only is matched to its box ([`crate::fabric::FabricBuilder::resolve_stand_ins`]).
+    pub source: Option<String>,
+}
+
+impl ParseOptions {
+    /// Settings for a document read from `source` whose file (or key) is named `file_name`:
+    /// a capture of neighbours only stands under [`stand_in_name`] until its cabling says
+    /// which box it is.
+    pub fn for_file(source: &str, file_name: &str) -> Self {
+        Self {
+            observer: None,
+            fallback_observer: stand_in_name(file_name),
+            source: Some(source.to_owned()),
+        }
+    }
+}
+
+/// The name a capture of neighbours only stands under, from its file's name: without the
+/// known extensions (`.json`, `.json0`, `.txt`, `.lldp`), however many (`lf1a.json0.json` is
+/// `lf1a`). `None` when nothing is left.
+pub fn stand_in_name(file_name: &str) -> Option<String> {
+    let mut stem = file_name;
+    while let Some((rest, "json" | "json0" | "txt" | "lldp")) = stem.rsplit_once('.') {
+        stem = rest;
+    }
+    (!stem.is_empty()).then(|| stem.to_owned())
 }
 
 /// Why a document could not be read.
@@ -220,5 +253,6 @@ fn table_capture(index: usize, value: Value) -> Result<Capture, SourceError> {
         format: Format::Spinel,
         own_capabilities: None,
         observer_named_by: NamedBy::Capture,
+        source: None,
     })
 }

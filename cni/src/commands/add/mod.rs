@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::attachment::{self, Plan};
 use crate::config::{AttachMode, Config};
 use crate::device;
-use crate::ipam::{Pending, Target};
+use crate::ipam::{Ipam, Pending, Target};
 use crate::journal::{AttachmentKey, AttachmentRecord, DeviceRecord, Lock, Phase, SCHEMA};
 use crate::node::{Node, journal_error, pod_state};
 use crate::settings::Settings;
@@ -73,11 +73,20 @@ pub fn run(inv: &Invocation, config: &Config, settings: Settings) -> Result<Valu
     let pod_id = pod_ns.lasting_id().map_err(|e| {
         CniError::caused(ErrorCode::InvalidEnvironment, format!("CNI_NETNS: {e}"), &e)
     })?;
+    // The host's id for the pod namespace: a DEL that finds no path to it asks the kernel
+    // whether it still exists. Without one (a kernel refusing it) DEL falls back to where the
+    // device is.
+    let pod_nsid = node
+        .host
+        .nsid_of(&pod_ns)
+        .inspect_err(|e| tracing::warn!("cannot get the host's id for the pod namespace: {e}"))
+        .ok();
     let plan = Plan {
         inv,
         config,
         pod_ns,
         pod_id,
+        pod_nsid,
         key,
         ipam,
         mac,
@@ -97,6 +106,7 @@ fn new_record(plan: &Plan<'_>, device: DeviceRecord) -> AttachmentRecord {
         network: conf.name.clone(),
         netns: plan.inv.netns.clone(),
         netns_id: Some(plan.pod_id),
+        netns_nsid: plan.pod_nsid,
         cni_args: plan.inv.raw_args.clone(),
         phase: Phase::Prepared,
         config: plan.config.raw.clone(),
@@ -236,13 +246,24 @@ fn attach(
         cni_args: record.cni_args.as_deref(),
         held: Some(lock),
     };
-    let allocation: Option<Pending<'_>> = plan
-        .ipam
-        .as_ref()
-        .map(|i| i.start("ADD", &plan.config.raw, plan.config.version(), &target))
-        .transpose()?;
+    let (allocation, plugged) = Ipam::start_beside(
+        plan.ipam.as_ref(),
+        "ADD",
+        &plan.config.raw,
+        plan.config.version(),
+        &target,
+        || record.device.kind().plug_in(node, &mut pod, plan),
+    );
+    let allocation: Option<Pending<'_>> = match (allocation.transpose(), &plugged) {
+        (Ok(a), _) => a,
+        (Err(e), Ok(_)) => {
+            // Nothing allocated: the caller's rollback gives the device back.
+            return Err(e);
+        }
+        (Err(_), Err(_)) => None,
+    };
     tracing::debug!("IPAM started");
-    let link = match record.device.kind().plug_in(node, &mut pod, plan) {
+    let link = match plugged {
         Ok(link) => {
             tracing::debug!("device plugged in");
             link

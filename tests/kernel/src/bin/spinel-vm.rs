@@ -1,7 +1,7 @@
 //! Runs one command in the kernel tier's VM, by hand.
 //!
 //! `spinel-vm [--nics N] [--memory MIB] [--cpus N] [--timeout SECS] [--kernel-arg ARG]...
-//! [--module-param MODULE:PARAM=VALUE]... [--e1000e] [--console] -- PROGRAM [ARGS...]`:
+//! [--module-param MODULE:PARAM=VALUE]... [--e1000e|--igb] [--console] -- PROGRAM [ARGS...]`:
 //! prints the command's stdout and stderr, the guest boot time on stderr, and exits with the
 //! command's status.
 
@@ -32,6 +32,7 @@ fn main() -> anyhow::Result<()> {
             }
             "--console" => console = true,
             "--e1000e" => vm = vm.nic_model(NicModel::E1000e),
+            "--igb" => vm = vm.nic_model(NicModel::Igb),
             "--" => {
                 argv.extend(args.by_ref());
                 break;
@@ -46,7 +47,7 @@ fn main() -> anyhow::Result<()> {
     }
     if argv.is_empty() {
         bail!(
-            "usage: spinel-vm [--nics N] [--memory MIB] [--cpus N] [--timeout SECS] [--kernel-arg ARG]... [--module-param MODULE:PARAM=VALUE]... [--e1000e] [--console] -- PROGRAM [ARGS...]"
+            "usage: spinel-vm [--nics N] [--memory MIB] [--cpus N] [--timeout SECS] [--kernel-arg ARG]... [--module-param MODULE:PARAM=VALUE]... [--e1000e|--igb] [--console] -- PROGRAM [ARGS...]"
         );
     }
     let out = vm.try_run(&argv)?;

@@ -5,7 +5,13 @@
 //! the plugin process tree, all from wait4.
 //!
 //! Usage: cni-bench [--cycles N] [--concurrency C] [--no-ipam] [--core] [--fsync-load] [--json]
+//!        cni-bench --burst ROUNDS --concurrency C [--no-ipam] [--core]
 //!        cni-bench --garp [--cycles N]
+//!
+//! `--burst`: a job's start and end. Per round and contender, C ADDs start together (one VF
+//! into each of C pods), then C DELs together; spinel, host-device and the floor (C threads
+//! doing the same moves in-process) take turns, rotating who goes first. Reports each call's
+//! latency (median, p99) and each burst's span (first start to last return).
 //!
 //! A third column is the kernel's floor: this process itself doing only the kernel work of
 //! one ADD+DEL with the same netlink requests (move the interface into the pod while it is
@@ -192,6 +198,12 @@ fn percentile(mut values: Vec<Duration>, p: f64) -> f64 {
 /// The kernel work of one ADD+DEL of VF `vf` into `netns`, with the requests spinel makes:
 /// the move while the link is down (named on arrival), up, the address; then the move out.
 fn floor_cycle(node: &SimNode, netns: &Path, vf: usize) -> (Duration, Duration) {
+    let (add, index) = floor_add(node, netns, vf);
+    (add, floor_del(node, netns, vf, index))
+}
+
+/// The ADD half of [`floor_cycle`]; returns its time and the interface's index in the pod.
+fn floor_add(node: &SimNode, netns: &Path, vf: usize) -> (Duration, u32) {
     let name = &node.vfs[vf].name;
     let address: IpNet = format!("10.99.{vf}.1/24").parse().expect("address");
     let start = Instant::now();
@@ -212,17 +224,145 @@ fn floor_cycle(node: &SimNode, netns: &Path, vf: usize) -> (Duration, Duration) 
     pod.set_link(moved.index, &LinkChange::new().up(true))
         .expect("up");
     pod.add_address(moved.index, &address).expect("address");
-    let add = start.elapsed();
+    (start.elapsed(), moved.index)
+}
+
+/// The DEL half of [`floor_cycle`].
+fn floor_del(node: &SimNode, netns: &Path, vf: usize, index: u32) -> Duration {
+    let name = &node.vfs[vf].name;
     let start = Instant::now();
     let pod_ns = NetNs::open(netns).expect("pod netns");
     let node_ns = NetNs::open(node.sb.netns_path("node")).expect("node netns");
     let mut pod = RouteSocket::open_in(&pod_ns).expect("pod socket");
     pod.set_link(
-        moved.index,
+        index,
         &LinkChange::new().netns(node_ns.as_fd()).name(name.as_str()),
     )
     .expect("move out");
-    (add, start.elapsed())
+    start.elapsed()
+}
+
+/// One contender's burst: `pods.len()` ADDs started together (one VF into each pod), then,
+/// once all returned, as many DELs started together, as a job's pods start and end.
+/// Returns each call's latency, ADDs then DELs.
+fn burst(
+    node: &SimNode,
+    pods: &[std::path::PathBuf],
+    plugin: Plugin,
+    round: usize,
+    ipam: bool,
+    core: bool,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let start_together = std::sync::Barrier::new(pods.len());
+    let calls: Vec<(CniCall, Value)> = (0..pods.len())
+        .map(|w| {
+            let id = format!("j{round}-{w}-{}", plugin.name());
+            let call = CniCall::new("ADD", &id, Some(&pods[w]), "net1");
+            (call, config(node, plugin, w, ipam, core))
+        })
+        .collect();
+    let adds: Vec<(Duration, u32)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..pods.len())
+            .map(|w| {
+                let (start, calls) = (&start_together, &calls);
+                s.spawn(move || {
+                    start.wait();
+                    match plugin {
+                        Plugin::Floor => floor_add(node, &pods[w], w),
+                        _ => (timed_call(node, plugin, &calls[w].0, &calls[w].1).wall, 0),
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("ADD"))
+            .collect()
+    });
+    let dels: Vec<Duration> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..pods.len())
+            .map(|w| {
+                let (start, calls, index) = (&start_together, &calls, adds[w].1);
+                s.spawn(move || {
+                    start.wait();
+                    match plugin {
+                        Plugin::Floor => floor_del(node, &pods[w], w, index),
+                        _ => {
+                            let (call, conf) = &calls[w];
+                            timed_call(node, plugin, &call.with_command("DEL"), conf).wall
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("DEL"))
+            .collect()
+    });
+    (adds.into_iter().map(|(d, _)| d).collect(), dels)
+}
+
+/// `--burst`: job starts and ends, each contender in turn (rotating who goes first), the first
+/// round of each uncounted (caches). Prints per-call latency and per-burst span.
+fn run_bursts(node: &SimNode, pods: &[std::path::PathBuf], rounds: usize, ipam: bool, core: bool) {
+    let mut calls: [[Vec<Duration>; 2]; 3] = Default::default();
+    let mut spans: [[Vec<Duration>; 2]; 3] = Default::default();
+    for round in 0..=rounds {
+        let mut order = Plugin::ALL;
+        order.rotate_left(round % 3);
+        for plugin in order {
+            let (adds, dels) = burst(node, pods, plugin, round, ipam, core);
+            if round == 0 {
+                continue;
+            }
+            for (i, v) in [adds, dels].into_iter().enumerate() {
+                spans[plugin.slot()][i].push(v.iter().copied().max().unwrap_or_default());
+                calls[plugin.slot()][i].extend(v);
+            }
+        }
+    }
+    println!(
+        "{} concurrent ADDs, then {} concurrent DELs; {rounds} rounds per contender{}",
+        pods.len(),
+        pods.len(),
+        if ipam {
+            ", host-local IPAM"
+        } else {
+            ", no IPAM"
+        }
+    );
+    println!(
+        "{:<13} {:>11} {:>8} {:>11} {:>8} {:>13} {:>13}",
+        "", "ADD med ms", "p99 ms", "DEL med ms", "p99 ms", "ADD burst ms", "DEL burst ms"
+    );
+    let floor = Plugin::Floor.slot();
+    for plugin in Plugin::ALL {
+        let k = plugin.slot();
+        println!(
+            "{:<13} {:>11.1} {:>8.1} {:>11.1} {:>8.1} {:>13.1} {:>13.1}",
+            plugin.name(),
+            percentile(calls[k][0].clone(), 0.5),
+            percentile(calls[k][0].clone(), 0.99),
+            percentile(calls[k][1].clone(), 0.5),
+            percentile(calls[k][1].clone(), 0.99),
+            percentile(spans[k][0].clone(), 0.5),
+            percentile(spans[k][1].clone(), 0.5),
+        );
+        if plugin != Plugin::Floor {
+            let ratio = |i: usize, p: f64| {
+                percentile(calls[k][i].clone(), p) / percentile(calls[floor][i].clone(), p)
+            };
+            println!(
+                "{:<13} / floor: ADD median {:.2} p99 {:.2}, DEL median {:.2} p99 {:.2}",
+                "",
+                ratio(0, 0.5),
+                ratio(0, 0.99),
+                ratio(1, 0.5),
+                ratio(1, 0.99)
+            );
+        }
+    }
 }
 
 fn worker(
@@ -387,6 +527,7 @@ fn main() -> ExitCode {
     let mut garp = false;
     let mut core = false;
     let mut fsync = false;
+    let mut burst_rounds = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -407,6 +548,13 @@ fn main() -> ExitCode {
             "--garp" => garp = true,
             "--core" => core = true,
             "--fsync-load" => fsync = true,
+            "--burst" => {
+                burst_rounds = Some(
+                    args.next()
+                        .and_then(|v| v.parse::<usize>().ok())
+                        .expect("--burst ROUNDS"),
+                )
+            }
             other => {
                 eprintln!("unknown argument {other}");
                 return ExitCode::FAILURE;
@@ -426,6 +574,14 @@ fn main() -> ExitCode {
         .map(|w| node.pod(&format!("w{w}")))
         .collect();
     let per_worker = cycles.div_ceil(concurrency);
+    if let Some(rounds) = burst_rounds {
+        run_bursts(&node, &pods, rounds, ipam, core);
+        return if leaked(&node) {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
 
     let stop = std::sync::atomic::AtomicBool::new(false);
     let results: Vec<[Samples; 3]> = std::thread::scope(|s| {
@@ -449,8 +605,16 @@ fn main() -> ExitCode {
         results
     });
     report(&results, concurrency, per_worker, ipam, fsync, as_json);
-    // Both plugins must have given every VF back (host-device leaves its alias behind, so only
-    // names are compared) and released every address.
+    if leaked(&node) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Both plugins must have given every VF back (host-device leaves its alias behind, so only
+/// names are compared) and released every address.
+fn leaked(node: &SimNode) -> bool {
     let links = node.links("node");
     let home = node
         .vfs
@@ -461,7 +625,7 @@ fn main() -> ExitCode {
             "a VF or an address leaked: {links:?} {:?}",
             node.leased_ips()
         );
-        return ExitCode::FAILURE;
+        return true;
     }
-    ExitCode::SUCCESS
+    false
 }

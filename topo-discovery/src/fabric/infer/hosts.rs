@@ -13,6 +13,7 @@ use crate::fabric::names::natural_cmp;
 use crate::fabric::options::RailKey;
 use crate::fabric::raw::{Interner, NONE, RawNeighbor, hi, key, lo};
 
+use super::naming::same_system;
 use super::observe::{Candidate, HostNames, Observations, PortMaps, is_ifname};
 
 /// Phase 11 output: hosts in natural name order.
@@ -197,6 +198,7 @@ fn pick_link(
                 .resolve(cx.strings, c.switch, &cx.neighbors[c.src as usize])
         }
     };
+    disputed_names(seen, cx, host, nic, findings);
     if let [only] = seen
         && only.switch != NONE
     {
@@ -282,17 +284,68 @@ fn pick_link(
     link
 }
 
+/// A NIC that sees a switch under another name than the switch goes by (its own table's, or
+/// the one most observers give): a finding against the host, which is placed by the switch
+/// all the same.
+fn disputed_names(
+    seen: &[Candidate],
+    cx: &LinkContext<'_>,
+    host: &str,
+    nic: &str,
+    findings: &mut Vec<Finding>,
+) {
+    for c in seen.iter().filter(|c| c.switch != NONE && c.src != NONE) {
+        let n = &cx.neighbors[c.src as usize];
+        if n.sys_name == NONE {
+            continue;
+        }
+        let called = cx.strings.get(n.sys_name);
+        let sw = &cx.switches[c.switch as usize].name;
+        if **called == **sw || same_system(called, sw) {
+            continue;
+        }
+        findings.push(Finding {
+            severity: Severity::Warning,
+            kind: FindingKind::DisputedReport,
+            host: Some(host.to_owned()),
+            nic: Some(nic.to_owned()),
+            switch: Some(sw.clone()),
+            port: None,
+            expected: Some(sw.clone()),
+            message: format!(
+                "{host} {nic} sees switch {sw} under the name {called}, which the switch's own \
+                 table or most of its observers do not give it: a renamed switch not yet \
+                 re-announced, or a forged report"
+            ),
+        });
+        return;
+    }
+}
+
 /// Phase 12 (reads hosts' NIC names): rails, every distinct key in natural order; sets each
-/// NIC's rail.
+/// NIC's rail. By NIC name, a name is a rail when at least two hosts have a NIC of that name
+/// (any name when only one host has NICs): one report cannot add a rail, which would shift
+/// every other node's rail numbers. A NIC whose name no other host has is dropped from its
+/// host, with a finding.
 pub(super) fn rails(
     hosts: &mut [Host],
-    nic_syms: &[u32],
+    nic_syms: &mut Vec<u32>,
     strings: &Interner,
     rail_key: RailKey,
+    findings: &mut Vec<Finding>,
 ) -> Vec<Arc<str>> {
     match rail_key {
         RailKey::NicName => {
-            let mut keys: Vec<u32> = nic_syms.to_vec();
+            let mut count: FxHashMap<u32, u32> = FxHashMap::default();
+            for &s in nic_syms.iter() {
+                *count.entry(s).or_default() += 1;
+            }
+            let with_nics = hosts.iter().filter(|h| !h.nics.is_empty()).count();
+            let quorum = if with_nics >= 2 { 2 } else { 1 };
+            if count.values().any(|&c| c < quorum) {
+                drop_lone_nics(hosts, nic_syms, &count, quorum, findings);
+            }
+            let mut keys: Vec<u32> = nic_syms.clone();
             keys.sort_unstable();
             keys.dedup();
             keys.sort_by(|&a, &b| natural_cmp(strings.get(a), strings.get(b)));
@@ -319,4 +372,48 @@ pub(super) fn rails(
             (0..most).map(|i| Arc::from(format!("nic{i}"))).collect()
         }
     }
+}
+
+/// The finding against a host whose NIC no other host has a NIC of that name for.
+pub(super) fn lone_nic_finding(host: &str, nic: &str) -> Finding {
+    Finding {
+        severity: Severity::Warning,
+        kind: FindingKind::DisputedReport,
+        host: Some(host.to_owned()),
+        nic: Some(nic.to_owned()),
+        switch: None,
+        port: None,
+        expected: None,
+        message: format!(
+            "{host} reports NIC {nic} and no other node has a NIC of that name: it is no rail \
+             and places nothing (rename the NIC like its peers', or use --rail-key order)"
+        ),
+    }
+}
+
+/// Drops the NICs whose name fewer than `quorum` hosts have, keeping `nic_syms` in step.
+fn drop_lone_nics(
+    hosts: &mut [Host],
+    nic_syms: &mut Vec<u32>,
+    count: &FxHashMap<u32, u32>,
+    quorum: u32,
+    findings: &mut Vec<Finding>,
+) {
+    let mut syms = nic_syms.iter();
+    let mut kept = Vec::with_capacity(nic_syms.len());
+    for h in hosts.iter_mut() {
+        let host = h.name.clone();
+        h.nics.retain(|nic| {
+            let Some(&sym) = syms.next() else {
+                return true;
+            };
+            if count.get(&sym).copied().unwrap_or(0) >= quorum {
+                kept.push(sym);
+                return true;
+            }
+            findings.push(lone_nic_finding(&host, &nic.name));
+            false
+        });
+    }
+    *nic_syms = kept;
 }

@@ -11,7 +11,7 @@ use crate::fabric::model::{Finding, FindingKind, Severity, Switch};
 use crate::fabric::names::natural_cmp;
 use crate::fabric::raw::{Interner, NONE, RawNeighbor, RawObserver, RawPort, caps};
 
-use super::naming::NameIndex;
+use super::naming::{NameIndex, same_system};
 use super::select::NicFilter;
 
 const CHASSIS_SUBTYPES: [ChassisIdSubtype; 7] = [
@@ -31,13 +31,20 @@ fn chassis_subtype(subtype: u8) -> ChassisIdSubtype {
         .unwrap_or(ChassisIdSubtype::Local)
 }
 
-/// Phase 1 (reads the neighbours): what the others saw of each chassis.
+/// Phase 1 (reads the neighbours and their observers): what the others saw of each chassis.
+///
+/// Every count is of distinct observers (systems, by their tables' names), never of
+/// sightings: one report that repeats a name on forty NICs is one voice.
 #[derive(Debug, Default)]
 pub(super) struct Sightings {
-    /// Per chassis: (system name, times seen), usually one name.
+    /// Per chassis: (system name, distinct observers that saw it so), usually one name.
     pub names: Vec<Vec<(u32, u32)>>,
     /// Per chassis: capability bits, OR-ed over every sighting.
     pub caps: Vec<u8>,
+    /// Per chassis: distinct observers that saw it.
+    pub observers: Vec<u32>,
+    /// Per chassis: the name most distinct observers saw (ties: natural order), or [`NONE`].
+    pub elected: Vec<u32>,
 }
 
 impl Sightings {
@@ -50,24 +57,74 @@ impl Sightings {
     fn names_of(&self, entity: usize) -> &[(u32, u32)] {
         self.names.get(entity).map_or(&[], Vec::as_slice)
     }
+
+    /// The name most observers saw an entity under, if any.
+    fn elected_of(&self, entity: usize) -> Option<u32> {
+        self.elected.get(entity).copied().filter(|&n| n != NONE)
+    }
+
+    /// Distinct observers that saw an entity.
+    pub(super) fn observers_of(&self, entity: usize) -> u32 {
+        self.observers.get(entity).copied().unwrap_or(0)
+    }
 }
 
-/// Names each chassis is seen with and the capabilities it advertises.
-pub(super) fn sightings(neighbors: &[RawNeighbor], n_chassis: usize) -> Sightings {
-    let mut names: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_chassis];
+/// Names each chassis is seen with (by how many distinct observers), the name that wins, and
+/// the capabilities it advertises. An observer's sightings are contiguous in `neighbors`
+/// (tables are added whole), so remembering the last observer per chassis and per name
+/// counts each observer once.
+pub(super) fn sightings(
+    neighbors: &[RawNeighbor],
+    observers: &[RawObserver],
+    n_chassis: usize,
+    strings: &Interner,
+) -> Sightings {
+    // Per chassis: (name, observers, last observer's name).
+    let mut names: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); n_chassis];
     let mut bits = vec![0u8; n_chassis];
+    let mut count = vec![0u32; n_chassis];
+    let mut last = vec![NONE; n_chassis];
     for n in neighbors {
         let c = n.chassis as usize;
+        let who = observers[n.observer as usize].name;
         bits[c] |= n.caps;
+        if last[c] != who {
+            last[c] = who;
+            count[c] += 1;
+        }
         if n.sys_name != NONE {
             let list = &mut names[c];
-            match list.iter_mut().find(|(name, _)| *name == n.sys_name) {
-                Some(e) => e.1 += 1,
-                None => list.push((n.sys_name, 1)),
+            match list.iter_mut().find(|(name, _, _)| *name == n.sys_name) {
+                Some(e) if e.2 != who => {
+                    e.1 += 1;
+                    e.2 = who;
+                }
+                Some(_) => {}
+                None => list.push((n.sys_name, 1, who)),
             }
         }
     }
-    Sightings { names, caps: bits }
+    let names: Vec<Vec<(u32, u32)>> = names
+        .into_iter()
+        .map(|l| l.into_iter().map(|(n, c, _)| (n, c)).collect())
+        .collect();
+    let elected = names
+        .iter()
+        .map(|list| {
+            list.iter()
+                .max_by(|a, b| {
+                    a.1.cmp(&b.1)
+                        .then_with(|| natural_cmp(strings.get(b.0), strings.get(a.0)))
+                })
+                .map_or(NONE, |x| x.0)
+        })
+        .collect();
+    Sightings {
+        names,
+        caps: bits,
+        observers: count,
+        elected,
+    }
 }
 
 /// Phase 2 (reads observers and sightings): the entity each table describes.
@@ -80,8 +137,10 @@ pub(super) struct Entities {
 }
 
 /// Tables with a chassis ID describe that chassis; a chassis-less switch table joins the one
-/// chassis seen under its name, else it stands alone (an `ambiguous_observer` error when several
-/// chassis carry the name).
+/// chassis known under its name (its own table's, or the name most observers saw), preferring
+/// a chassis that two observers or a table of its own confirm over one that a single report
+/// mentions; else it stands alone (an `ambiguous_observer` error when several chassis carry the
+/// name).
 pub(super) fn entities(
     observers: &[RawObserver],
     chassis: &[(u8, u32)],
@@ -91,6 +150,11 @@ pub(super) fn entities(
 ) -> Entities {
     let n_chassis = chassis.len();
     let by_name = chassis_by_name(observers, seen, strings);
+    let owned: rustc_hash::FxHashSet<u32> = observers
+        .iter()
+        .filter(|o| o.role != Some(Role::Host) && o.chassis != NONE)
+        .map(|o| o.chassis)
+        .collect();
     let mut named: FxHashMap<u32, u32> = FxHashMap::default();
     let mut of_observer = Vec::with_capacity(observers.len());
     for o in observers {
@@ -99,7 +163,17 @@ pub(super) fn entities(
         } else if o.chassis != NONE {
             o.chassis
         } else {
-            let candidates = by_name.lookup(strings.get(o.name));
+            let all = by_name.lookup(strings.get(o.name));
+            let confirmed: Vec<u32> = all
+                .iter()
+                .copied()
+                .filter(|&c| seen.observers_of(c as usize) >= 2 || owned.contains(&c))
+                .collect();
+            let candidates = if all.len() > 1 && !confirmed.is_empty() {
+                confirmed.as_slice()
+            } else {
+                all
+            };
             if let [only] = candidates {
                 *only
             } else {
@@ -118,8 +192,10 @@ pub(super) fn entities(
     }
 }
 
-/// Chassis per system name (any spelling, see `naming`), built only when a table that may
-/// be a switch's lacks its chassis ID.
+/// Chassis per system name (any spelling, see `naming`): the name each chassis's own table
+/// gives, and the name most observers saw it under (never a name one report alone gives a
+/// chassis that others call otherwise). Built only when a table that may be a switch's lacks
+/// its chassis ID.
 fn chassis_by_name(
     observers: &[RawObserver],
     seen: &Sightings,
@@ -132,12 +208,15 @@ fn chassis_by_name(
     if !needs_names {
         return by_name;
     }
-    for (c, names) in seen.names.iter().enumerate() {
-        for &(name, _) in names {
+    for (c, &name) in seen.elected.iter().enumerate() {
+        if name != NONE {
             by_name.insert(strings.get(name), c as u32);
         }
     }
-    for o in observers.iter().filter(|o| o.chassis != NONE) {
+    for o in observers
+        .iter()
+        .filter(|o| o.chassis != NONE && o.role != Some(Role::Host))
+    {
         by_name.insert(strings.get(o.name), o.chassis);
     }
     by_name
@@ -212,7 +291,10 @@ pub(super) fn evidence(
     observers: &[RawObserver],
     entities: &Entities,
     hints: CallerHints<'_, '_>,
+    seen: &Sightings,
+    chassis: &[(u8, u32)],
     strings: &Interner,
+    findings: &mut Vec<Finding>,
 ) -> Evidence {
     let n = entities.count;
     let mut ev = Evidence {
@@ -229,13 +311,14 @@ pub(super) fn evidence(
     for &name in hints.listed {
         ev.listed.insert(strings.get(name), name);
     }
+    let mut claims: Vec<(u32, u32)> = Vec::new();
     for (o, &e) in observers.iter().zip(&entities.of_observer) {
         if o.role == Some(Role::Host) {
             ev.host_tables.insert(strings.get(o.name), o.name);
             // A host table that carries the host's chassis ID claims it, so the host seen
             // from a leaf is recognised under its table's name.
             if o.chassis != NONE {
-                ev.host_chassis.entry(o.chassis).or_insert(o.name);
+                claims.push((o.chassis, o.name));
             }
         }
         if e == NONE {
@@ -259,15 +342,74 @@ pub(super) fn evidence(
             ev.fabric_nic[e as usize] = hints.nics.selects(strings, name, p.port) == Some(true);
         }
     }
+    ev.host_chassis = hold_claims(claims, seen, chassis, strings, findings);
     ev
 }
 
-/// Every name an entity goes by: its own tables' and what neighbours saw.
+/// The chassis claims of host tables that stand: a claim is one voice, so it falls when two
+/// or more other observers see that chassis under names that are not the claimant's (a report
+/// that calls a leaf's MAC its own); of several claims on one chassis, the first name in
+/// natural order (so the result does not depend on the order of tables). Each claim that falls
+/// is a finding against its host.
+fn hold_claims(
+    mut claims: Vec<(u32, u32)>,
+    seen: &Sightings,
+    chassis_ids: &[(u8, u32)],
+    strings: &Interner,
+    findings: &mut Vec<Finding>,
+) -> FxHashMap<u32, u32> {
+    claims.sort_unstable();
+    claims.dedup();
+    let mut held: FxHashMap<u32, u32> = FxHashMap::default();
+    for (chassis, name) in claims {
+        let claimant = strings.get(name);
+        let others: Vec<(u32, u32)> = seen
+            .names_of(chassis as usize)
+            .iter()
+            .copied()
+            .filter(|&(n, _)| !same_system(strings.get(n), claimant))
+            .collect();
+        let against: u32 = others.iter().map(|x| x.1).sum();
+        if against >= 2 {
+            let called = others
+                .iter()
+                .max_by(|a, b| a.1.cmp(&b.1))
+                .map_or_else(String::new, |x| strings.get(x.0).to_string());
+            findings.push(Finding {
+                severity: Severity::Error,
+                kind: FindingKind::DisputedReport,
+                host: Some(claimant.to_string()),
+                nic: None,
+                switch: Some(called.clone()),
+                port: None,
+                expected: None,
+                message: format!(
+                    "{claimant}'s table claims chassis {} as its own, but {against} other \
+                     observers see that chassis as {called}: the claim is ignored (a stale or \
+                     forged report)",
+                    strings.get(chassis_ids[chassis as usize].1)
+                ),
+            });
+            continue;
+        }
+        held.entry(chassis)
+            .and_modify(|held| {
+                if natural_cmp(claimant, strings.get(*held)).is_lt() {
+                    *held = name;
+                }
+            })
+            .or_insert(name);
+    }
+    held
+}
+
+/// The names an entity goes by: its own tables', and the name most observers saw it under.
+/// A name that fewer observers give (one report's) is no evidence of what the system is.
 fn names_of<'a>(ev: &'a Evidence, seen: &'a Sightings, e: usize) -> impl Iterator<Item = u32> + 'a {
     ev.observer_names[e]
         .iter()
         .copied()
-        .chain(seen.names_of(e).iter().map(|&(n, _)| n))
+        .chain(seen.elected_of(e))
 }
 
 /// What the evidence decides before the shape of the graph is looked at.
@@ -454,15 +596,7 @@ pub(super) fn primary_names(
             if let Some(own) = own {
                 return own;
             }
-            let most_seen = seen
-                .names_of(e)
-                .iter()
-                .max_by(|a, b| {
-                    a.1.cmp(&b.1)
-                        .then_with(|| natural_cmp(strings.get(b.0), strings.get(a.0)))
-                })
-                .map(|x| x.0);
-            match (most_seen, chassis.get(e)) {
+            match (seen.elected_of(e), chassis.get(e)) {
                 (Some(name), _) => name,
                 (None, Some(&(_, value))) => value,
                 (None, None) => NONE,
@@ -478,6 +612,9 @@ pub(super) struct SwitchSet {
     pub switches: Vec<Switch>,
     /// Per switch: a stable string for hashing (its chassis ID, or its name).
     pub salts: Vec<String>,
+    /// Per switch: confirmed by a table of its own or by two or more observers (a switch that
+    /// one report alone shows yields its names and ids to confirmed ones).
+    pub confirmed: Vec<bool>,
     /// Per entity: its switch index, or [`NONE`].
     pub of_entity: Vec<u32>,
 }
@@ -487,6 +624,7 @@ pub(super) fn switch_records(
     is_switch: &[bool],
     primary: &[u32],
     chassis: &[(u8, u32)],
+    confirmed: impl Fn(usize) -> bool,
     strings: &Interner,
 ) -> SwitchSet {
     let mut entities: Vec<(Arc<str>, String, usize)> = (0..is_switch.len())
@@ -508,6 +646,7 @@ pub(super) fn switch_records(
     let mut set = SwitchSet {
         switches: Vec::with_capacity(entities.len()),
         salts: Vec::with_capacity(entities.len()),
+        confirmed: Vec::with_capacity(entities.len()),
         of_entity: vec![NONE; is_switch.len()],
     };
     for (i, (name, salt, e)) in entities.into_iter().enumerate() {
@@ -526,6 +665,7 @@ pub(super) fn switch_records(
             management: false,
         });
         set.salts.push(salt);
+        set.confirmed.push(confirmed(e));
     }
     set
 }

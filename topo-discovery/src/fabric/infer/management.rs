@@ -6,6 +6,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::fabric::domains::strong_edge;
 use crate::fabric::model::{Finding, FindingKind, Host, Severity, Switch};
 use crate::fabric::names::natural_cmp;
 
@@ -72,8 +73,12 @@ fn strong_pairs(leaves: &[Vec<u32>], per_switch: &[u32], skip: &[bool]) -> Vec<(
         .chunk_by(|a, b| a == b)
         .filter_map(|run| {
             let (a, b) = ((run[0] >> 32) as u32, run[0] as u32);
-            let smaller = per_switch[a as usize].min(per_switch[b as usize]);
-            (2 * run.len() as u32 >= smaller).then_some((a, b))
+            strong_edge(
+                run.len() as u32,
+                per_switch[a as usize],
+                per_switch[b as usize],
+            )
+            .then_some((a, b))
         })
         .collect()
 }

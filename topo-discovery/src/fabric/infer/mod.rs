@@ -15,7 +15,14 @@ mod management;
 mod naming;
 mod observe;
 mod select;
+mod stand_ins;
 mod tiers;
+mod trace;
+
+pub(crate) mod live;
+
+pub(crate) use stand_ins::resolve_stand_ins;
+pub use stand_ins::{StandInError, StandInNote, UndecidedStandIn};
 
 #[cfg(test)]
 mod tests;
@@ -30,21 +37,42 @@ use crate::fabric::report;
 
 /// The whole inference: phases, then domains, then the report, findings sorted.
 pub(crate) fn run(raw: RawTables, options: &InferOptions) -> Fabric {
+    run_traced(raw, options, None)
+}
+
+/// The whole inference, leaving its intermediate facts in `trace` when asked.
+pub(crate) fn run_traced(
+    raw: RawTables,
+    options: &InferOptions,
+    trace: Option<&mut trace::Trace>,
+) -> Fabric {
     let listed = options.hosts.clone();
-    let draft = draft(raw, options);
+    let draft = draft(raw, options, trace);
     let mut fabric = domains::build(draft);
     report::check(&mut fabric, &listed);
-    fabric.findings.sort_by(|a, b| {
-        (a.severity, a.kind)
-            .cmp(&(b.severity, b.kind))
-            .then_with(|| natural_opt(&a.host, &b.host))
-            .then_with(|| natural_opt(&a.nic, &b.nic))
-            .then_with(|| natural_opt(&a.switch, &b.switch))
-            .then_with(|| natural_opt(&a.port, &b.port))
-            .then_with(|| a.message.cmp(&b.message))
-    });
-    fabric.findings.dedup();
+    sort_findings(&mut fabric.findings);
     fabric
+}
+
+/// The report's order (errors first, then by kind, host, NIC, switch, port, message), each
+/// finding once.
+pub(crate) fn sort_findings(findings: &mut Vec<crate::fabric::model::Finding>) {
+    findings.sort_by(finding_order);
+    findings.dedup();
+}
+
+/// The report's order of findings.
+pub(crate) fn finding_order(
+    a: &crate::fabric::model::Finding,
+    b: &crate::fabric::model::Finding,
+) -> std::cmp::Ordering {
+    (a.severity, a.kind)
+        .cmp(&(b.severity, b.kind))
+        .then_with(|| natural_opt(&a.host, &b.host))
+        .then_with(|| natural_opt(&a.nic, &b.nic))
+        .then_with(|| natural_opt(&a.switch, &b.switch))
+        .then_with(|| natural_opt(&a.port, &b.port))
+        .then_with(|| a.message.cmp(&b.message))
 }
 
 /// The hosts a per-host NIC selection names.
@@ -65,7 +93,7 @@ fn natural_opt(a: &Option<String>, b: &Option<String>) -> std::cmp::Ordering {
 }
 
 /// Phases 1-16, from interned tables to switches with tiers and hosts with links.
-fn draft(raw: RawTables, options: &InferOptions) -> Draft {
+fn draft(raw: RawTables, options: &InferOptions, mut trace: Option<&mut trace::Trace>) -> Draft {
     let RawTables {
         mut strings,
         chassis_map: _,
@@ -85,14 +113,22 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
     let mut nics = select::NicFilter::new(&options.fabric_nics);
 
     // Who is who.
-    let seen = identity::sightings(&neighbors, chassis.len());
+    let seen = identity::sightings(&neighbors, &observers, chassis.len(), &strings);
     let entities = identity::entities(&observers, &chassis, &seen, &strings, &mut findings);
     let hints = identity::CallerHints {
         listed: &listed,
         nics: &mut nics,
         ports: &ports,
     };
-    let evidence = identity::evidence(&observers, &entities, hints, &strings);
+    let evidence = identity::evidence(
+        &observers,
+        &entities,
+        hints,
+        &seen,
+        &chassis,
+        &strings,
+        &mut findings,
+    );
     let is_switch = identity::classify(
         &evidence,
         &seen,
@@ -101,7 +137,9 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         &strings,
     );
     let primary = identity::primary_names(&evidence, &seen, &chassis, &strings);
-    let mut switch_set = identity::switch_records(&is_switch, &primary, &chassis, &strings);
+    let confirmed = |e: usize| evidence.is_observer[e] || seen.observers_of(e) >= 2;
+    let mut switch_set =
+        identity::switch_records(&is_switch, &primary, &chassis, confirmed, &strings);
     let host_name_of_entity =
         identity::host_names(&evidence, &seen, &is_switch, &primary, &strings);
     drop(seen);
@@ -115,6 +153,12 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         &evidence,
         &strings,
     );
+    if let Some(t) = trace.as_deref_mut() {
+        let raw = (ports.as_slice(), advertised.as_slice(), &strings);
+        let of = &entities.of_observer;
+        let n = switch_set.switches.len();
+        t.switches(n, &observers, &observed.is, of, &evidence, raw);
+    }
     drop(evidence);
     let port_maps = observe::port_maps(&ports, &advertised, &observed.is);
     let mut host_names = observed.hosts;
@@ -141,14 +185,18 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         strings: &strings,
     };
     let mut records = hosts::host_records(&obs, &host_names, &cx, &mut findings);
+    if let Some(t) = trace.as_deref_mut() {
+        t.hosts(&records.hosts, &records.used, &strings);
+    }
     if !options.fabric_nics.is_explicit() {
         management::management_switches(&mut records, &mut switch_set.switches, &mut findings);
     }
     let rails = hosts::rails(
         &mut records.hosts,
-        &records.nic_syms,
+        &mut records.nic_syms,
         &strings,
         options.rail_key,
+        &mut findings,
     );
     let mut used = records.used;
     let links = links::switch_links(obs.sightings, &neighbors, &port_maps, &strings, &mut used);
@@ -159,9 +207,20 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         &strings,
         &mut switch_set.switches,
     );
+    if let Some(t) = trace {
+        let n = switch_set.switches.len();
+        t.ports_left(
+            n,
+            &port_maps.listed,
+            &obs.busy,
+            &links,
+            &records.hosts,
+            &strings,
+        );
+    }
     let depth = tiers::tiers(
         &mut switch_set.switches,
-        &records.hosts,
+        &mut records.hosts,
         &links,
         &mut findings,
     );
@@ -171,6 +230,7 @@ fn draft(raw: RawTables, options: &InferOptions) -> Draft {
         rails,
         switches: switch_set.switches,
         salts: switch_set.salts,
+        confirmed: switch_set.confirmed,
         hosts: records.hosts,
         links,
         findings,

@@ -13,6 +13,18 @@ pub(super) fn short(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
+/// Whether two names denote the same system by the rule above.
+pub(super) fn same_system(a: &str, b: &str) -> bool {
+    if a.eq_ignore_ascii_case(b) {
+        return true;
+    }
+    match (a.contains('.'), b.contains('.')) {
+        (true, false) => short(a).eq_ignore_ascii_case(b),
+        (false, true) => short(b).eq_ignore_ascii_case(a),
+        _ => false,
+    }
+}
+
 fn lower(name: &str) -> Cow<'_, str> {
     if name.bytes().any(|b| b.is_ascii_uppercase()) {
         Cow::Owned(name.to_ascii_lowercase())

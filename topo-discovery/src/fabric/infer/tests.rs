@@ -152,7 +152,12 @@ fn identity_from_raw(mut raw: RawTables, options: InferOptions) -> Identity {
         .map(|h| raw.strings.intern(h))
         .collect();
     let mut nics = NicFilter::new(&options.fabric_nics);
-    let seen = identity::sightings(&raw.neighbors, raw.chassis.len());
+    let seen = identity::sightings(
+        &raw.neighbors,
+        &raw.observers,
+        raw.chassis.len(),
+        &raw.strings,
+    );
     let entities = identity::entities(
         &raw.observers,
         &raw.chassis,
@@ -165,7 +170,15 @@ fn identity_from_raw(mut raw: RawTables, options: InferOptions) -> Identity {
         nics: &mut nics,
         ports: &raw.ports,
     };
-    let evidence = identity::evidence(&raw.observers, &entities, hints, &raw.strings);
+    let evidence = identity::evidence(
+        &raw.observers,
+        &entities,
+        hints,
+        &seen,
+        &raw.chassis,
+        &raw.strings,
+        &mut findings,
+    );
     let is_switch = identity::classify(
         &evidence,
         &seen,
@@ -174,7 +187,13 @@ fn identity_from_raw(mut raw: RawTables, options: InferOptions) -> Identity {
         &raw.strings,
     );
     let primary = identity::primary_names(&evidence, &seen, &raw.chassis, &raw.strings);
-    let switches = identity::switch_records(&is_switch, &primary, &raw.chassis, &raw.strings);
+    let switches = identity::switch_records(
+        &is_switch,
+        &primary,
+        &raw.chassis,
+        |e| evidence.is_observer[e] || seen.observers_of(e) >= 2,
+        &raw.strings,
+    );
     let host_names = identity::host_names(&evidence, &seen, &is_switch, &primary, &raw.strings);
     Identity {
         raw,
@@ -230,6 +249,10 @@ fn observed(id: &mut Identity) -> Observed {
     }
 }
 
+fn name_of_sym(raw: &RawTables, sym: u32) -> &str {
+    raw.strings.get(sym)
+}
+
 fn name_of(id: &Identity, sym: u32) -> &str {
     id.raw.strings.get(sym)
 }
@@ -242,14 +265,17 @@ fn sightings_count_names_and_merge_capabilities() {
         .neighbors
         .push(seen(2, "leaf1-alias", PortIdSubtype::InterfaceName, "swp2"));
     let r = raw(&t);
-    let s = identity::sightings(&r.neighbors, r.chassis.len());
+    let s = identity::sightings(&r.neighbors, &r.observers, r.chassis.len(), &r.strings);
     let leaf1 = r.chassis_map[&(3, r.strings.id_of("02:00:00:00:00:02"))] as usize;
     let mut names: Vec<(&str, u32)> = s.names[leaf1]
         .iter()
         .map(|&(n, c)| (&**r.strings.get(n), c))
         .collect();
     names.sort();
-    assert_eq!(names, [("leaf1", 3), ("leaf1-alias", 1)]);
+    // Observers, not sightings: h1 is one voice however many of its NICs see leaf1.
+    assert_eq!(names, [("leaf1", 2), ("leaf1-alias", 1)]);
+    assert_eq!(s.observers[leaf1], 2);
+    assert_eq!(name_of_sym(&r, s.elected[leaf1]), "leaf1");
     assert_eq!(s.caps[leaf1], caps::PRESENT | caps::BRIDGE | caps::ROUTER);
 }
 
@@ -274,10 +300,21 @@ fn entities_join_a_chassisless_switch_table_by_name_or_report_ambiguity() {
     );
     assert!(id.findings.is_empty());
 
-    // Two chassis called leaf1: the chassis-less table stays apart, with an error.
+    // A second chassis that one observer alone calls leaf1 yields to the confirmed one.
     t[0].ports.push(PortNeighbors {
         port: "swp2".into(),
         neighbors: vec![switch(9, "leaf1", "swp51")],
+        counters: None,
+    });
+    let id = identity(&t);
+    assert_eq!(id.entities.of_observer[1], leaf1);
+    assert!(id.findings.is_empty());
+
+    // Two chassis that two observers each call leaf1: the chassis-less table stays apart,
+    // with an error.
+    t[2].ports.push(PortNeighbors {
+        port: "ens3".into(),
+        neighbors: vec![switch(9, "leaf1", "swp7")],
         counters: None,
     });
     let id = identity(&t);
@@ -527,22 +564,50 @@ fn rails_by_nic_name_or_by_order() {
         "h2",
         None,
         Some(Role::Host),
-        vec![("eth0", vec![switch(2, "leaf1", "swp9")])],
+        vec![
+            ("eth0", vec![switch(2, "leaf1", "swp9")]),
+            ("ens10", vec![switch(2, "leaf1", "swp10")]),
+        ],
     ));
     let mut id = identity(&t);
     let (mut r, _) = records(&mut id);
-    let by_name = hosts::rails(&mut r.hosts, &r.nic_syms, &id.raw.strings, RailKey::NicName);
+    let mut findings = Vec::new();
+    let mut syms = r.nic_syms.clone();
+    let by_name = hosts::rails(
+        &mut r.hosts,
+        &mut syms,
+        &id.raw.strings,
+        RailKey::NicName,
+        &mut findings,
+    );
     let keys: Vec<&str> = by_name.iter().map(|k| &**k).collect();
-    assert_eq!(keys, ["ens2", "ens10", "eth0"]);
-    assert_eq!(r.hosts[1].nics[0].rail, 2, "h2 eth0");
+    assert_eq!(keys, ["ens10"], "the one NIC name both hosts have");
+    assert_eq!(r.hosts[1].nics[0].rail, 0, "h2 ens10");
+    let lone: Vec<(&str, &str)> = findings
+        .iter()
+        .map(|f| (f.host.as_deref().unwrap(), f.nic.as_deref().unwrap()))
+        .collect();
+    assert_eq!(
+        lone,
+        [("h1", "ens2"), ("h2", "eth0")],
+        "no other host has them"
+    );
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.kind == FindingKind::DisputedReport)
+    );
+    let (mut r, _) = records(&mut id);
+    let mut syms = r.nic_syms.clone();
     let by_order = hosts::rails(
         &mut r.hosts,
-        &r.nic_syms,
+        &mut syms,
         &id.raw.strings,
         RailKey::NicOrder,
+        &mut findings,
     );
     assert_eq!(by_order.len(), 2);
-    assert_eq!(r.hosts[1].nics[0].rail, 0);
+    assert_eq!(r.hosts[1].nics[1].rail, 1, "h2's second NIC, eth0");
 }
 
 #[test]
@@ -584,7 +649,7 @@ fn tiers_grow_from_the_leaves_and_links_point_up() {
     let mut t = small();
     t.push(table("lonely", Some(20), Some(Role::Switch), vec![]));
     let mut id = identity(&t);
-    let (r, _) = records(&mut id);
+    let (mut r, _) = records(&mut id);
     let o = observed(&mut id);
     let mut used = Vec::new();
     let links = links::switch_links(
@@ -596,7 +661,7 @@ fn tiers_grow_from_the_leaves_and_links_point_up() {
     );
     let mut switches = id.switches.switches.clone();
     let mut findings = Vec::new();
-    let depth = tiers::tiers(&mut switches, &r.hosts, &links, &mut findings);
+    let depth = tiers::tiers(&mut switches, &mut r.hosts, &links, &mut findings);
     assert_eq!(depth, 2);
     let tiers: Vec<(&str, Option<u8>)> =
         switches.iter().map(|s| (s.name.as_str(), s.tier)).collect();
@@ -728,27 +793,22 @@ fn the_nic_selection_drops_other_nics_before_they_are_observed() {
 
 #[test]
 fn a_switch_joining_otherwise_separate_groups_is_taken_for_management() {
-    // Two single-homed leaves (h1 on leaf1, h2 on leaf2) and oob1 on both hosts' eno1.
-    let tables = vec![
-        table(
-            "h1",
-            None,
-            Some(Role::Host),
-            vec![
-                ("ens1", vec![switch(1, "leaf1", "swp1")]),
-                ("eno1", vec![switch(9, "oob1", "swp1")]),
-            ],
-        ),
-        table(
-            "h2",
-            None,
-            Some(Role::Host),
-            vec![
-                ("ens1", vec![switch(2, "leaf2", "swp1")]),
-                ("eno1", vec![switch(9, "oob1", "swp2")]),
-            ],
-        ),
-    ];
+    // Two leaves of single-homed hosts (h1, h2 on leaf1; h3, h4 on leaf2) and oob1 on every
+    // host's eno1.
+    let tables: Vec<NeighborTable> = (1..=4u8)
+        .map(|h| {
+            let (leaf, name) = if h <= 2 { (1, "leaf1") } else { (2, "leaf2") };
+            table(
+                &format!("h{h}"),
+                None,
+                Some(Role::Host),
+                vec![
+                    ("ens1", vec![switch(leaf, name, &format!("swp{h}"))]),
+                    ("eno1", vec![switch(9, "oob1", &format!("swp{h}"))]),
+                ],
+            )
+        })
+        .collect();
     let mut id = identity(&tables);
     let (mut r, _) = records(&mut id);
     let mut switches = id.switches.switches.clone();
@@ -763,7 +823,7 @@ fn a_switch_joining_otherwise_separate_groups_is_taken_for_management() {
             .iter()
             .all(|h| h.nics.len() == 1 && &*h.nics[0].name == "ens1")
     );
-    assert_eq!(r.nic_syms.len(), 2, "rails follow the NICs that are left");
+    assert_eq!(r.nic_syms.len(), 4, "rails follow the NICs that are left");
     // A leaf shared by both hosts' only fabric NICs is a leaf, not a management switch.
     let mut id = identity(&tables[..1]);
     let (mut r, _) = records(&mut id);
