@@ -242,6 +242,8 @@ async fn serve(
     let on_event = duties::counting_lldp(metrics, observe::on_lldp_event(&node, &tx));
     let result = ports.run(shutdown.wait(), on_event).await;
     tracing::info!("stopping; host routes, rules and labels stay in place");
+    // LLDP can also end without a signal (no NIC to listen on): the device plugin stops too.
+    shutdown.trigger();
     stop.store(true, Ordering::Relaxed);
     running.stop();
     if let Some(driver) = driver {

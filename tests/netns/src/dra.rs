@@ -220,6 +220,7 @@ impl DraNode {
     /// Node `name` in test group `group`: `rails` NICs with `vfs` VFs each, NIC `k` under PCIe
     /// root `roots[k]` (NUMA node: its index in `roots` modulo 2), cabled as `placement` says.
     /// The agent is not started.
+    #[allow(clippy::too_many_arguments)] // one test fixture, each argument a different axis
     pub fn new(
         rt: &tokio::runtime::Runtime,
         cluster: &DraCluster,

@@ -262,7 +262,13 @@ impl KubeNode {
         }
         let run = self.sb.dir().join("run");
         let sb_dir = self.sb.dir().to_str().unwrap().to_owned();
-        let inner = format!("{}{sb_dir}", run.display());
+        // Where the sandbox shows at its own path once the node's /run is bound over /run.
+        let inner = run.join(
+            self.sb
+                .dir()
+                .strip_prefix("/run")
+                .expect("sandboxes live under /run"),
+        );
         fs::create_dir_all(&inner).unwrap();
         // Other tests' namespace pins are unmounted first: a copy here would keep their
         // namespaces alive after they delete them.
