@@ -303,20 +303,9 @@ async fn a_pod_gets_its_vf_through_the_kubelet_containerd_multus_and_spinel() {
     )
     .await;
     let pods = Api::<Pod>::namespaced(admin.clone(), "default");
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "trainer",
-                     "annotations": {"k8s.v1.cni.cncf.io/networks": "rail0"}},
-        "spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{
-                "name": "main", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                "command": ["/bin/sleep", "100000"],
-                "resources": {"limits": {RESOURCE: "1"}, "requests": {RESOURCE: "1"}},
-            }],
-        },
-    }))
-    .unwrap();
-    pods.create(&PostParams::default(), &pod).await.unwrap();
+    pods.create(&PostParams::default(), &trainer("trainer"))
+        .await
+        .unwrap();
     let pod = wait_pod(&pods, "trainer", &node, running).await;
     assert_eq!(
         pod.spec.as_ref().unwrap().node_name.as_deref(),
@@ -325,14 +314,7 @@ async fn a_pod_gets_its_vf_through_the_kubelet_containerd_multus_and_spinel() {
     );
 
     // The kubelet gave the container the VF the plugin allocated ...
-    let pid = node.container_pid(&pod, "main").unwrap();
-    let environ = fs::read(format!("/proc/{pid}/environ")).unwrap();
-    let pci = environ
-        .split(|b| *b == 0)
-        .filter_map(|kv| std::str::from_utf8(kv).ok())
-        .find_map(|kv| kv.strip_prefix("PCIDEVICE_SPINEL_DEV_RAIL0="))
-        .unwrap_or_else(|| panic!("no PCIDEVICE_SPINEL_DEV_RAIL0 in the container's environment"))
-        .to_owned();
+    let pci = allocated_vf(&node, &pod);
     let vf = vfs
         .iter()
         .find(|v| v.pci == pci)
@@ -346,6 +328,7 @@ async fn a_pod_gets_its_vf_through_the_kubelet_containerd_multus_and_spinel() {
     );
     // ... and Multus found the same VF through pod-resources and gave it to spinel: the VF
     // left the node for the pod, as net1.
+    let pid = node.container_pid(&pod, "main").unwrap();
     let in_pod = links(Path::new(&format!("/proc/{pid}/ns/net")));
     assert!(
         in_pod.iter().any(|(n, mac)| n == "net1" && *mac == vf.mac),
@@ -370,17 +353,87 @@ async fn a_pod_gets_its_vf_through_the_kubelet_containerd_multus_and_spinel() {
     assert_eq!(rail["device-info"]["pci"]["pci-address"], pci.as_str());
 
     // Deleting the pod gives the VF back.
-    pods.delete("trainer", &DeleteParams::default())
-        .await
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while pods.get_opt("trainer").await.unwrap().is_some() {
-        assert!(Instant::now() < deadline, "pod trainer still there");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    delete(&pods, "trainer").await;
     let on_node = links(&node.netns());
     assert!(
         has_link(&on_node, vf) && has_link(&on_node, other),
         "both VFs home: {on_node:?}"
     );
+
+    // A kubelet that restarts finds the plugin's socket in its registry and registers it
+    // again, the agent doing nothing: the next pod gets a VF too.
+    let agent_log = node.sb.dir().join("agent.log");
+    let registrations = || {
+        fs::read_to_string(&agent_log)
+            .unwrap_or_default()
+            .matches("registered with the kubelet")
+            .count()
+    };
+    let before = registrations();
+    assert!(before >= 1, "{}", tail(&agent_log));
+    node.kill_kubelet();
+    node.start_kubelet();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while registrations() == before {
+        assert!(
+            Instant::now() < deadline,
+            "not registered again\n{}\n{}",
+            tail(&agent_log),
+            node.log_tail("kubelet.log")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    pods.create(&PostParams::default(), &trainer("trainer-2"))
+        .await
+        .unwrap();
+    let pod = wait_pod(&pods, "trainer-2", &node, running).await;
+    let pci = allocated_vf(&node, &pod);
+    let vf = vfs.iter().find(|v| v.pci == pci).unwrap();
+    let pid = node.container_pid(&pod, "main").unwrap();
+    let in_pod = links(Path::new(&format!("/proc/{pid}/ns/net")));
+    assert!(
+        in_pod.iter().any(|(n, mac)| n == "net1" && *mac == vf.mac),
+        "{in_pod:?}"
+    );
+    delete(&pods, "trainer-2").await;
+    let on_node = links(&node.netns());
+    assert!(vfs.iter().all(|v| has_link(&on_node, v)), "{on_node:?}");
+}
+
+/// A pod asking for one VF of [`RESOURCE`] on network `rail0`.
+fn trainer(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name,
+                     "annotations": {"k8s.v1.cni.cncf.io/networks": "rail0"}},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "main", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                "command": ["/bin/sleep", "100000"],
+                "resources": {"limits": {RESOURCE: "1"}, "requests": {RESOURCE: "1"}},
+            }],
+        },
+    }))
+    .unwrap()
+}
+
+/// The VF the kubelet gave `pod`'s container, from its environment (`PCIDEVICE_...`).
+fn allocated_vf(node: &KubeNode, pod: &Pod) -> String {
+    let pid = node.container_pid(pod, "main").unwrap();
+    let environ = fs::read(format!("/proc/{pid}/environ")).unwrap();
+    environ
+        .split(|b| *b == 0)
+        .filter_map(|kv| std::str::from_utf8(kv).ok())
+        .find_map(|kv| kv.strip_prefix("PCIDEVICE_SPINEL_DEV_RAIL0="))
+        .unwrap_or_else(|| panic!("no PCIDEVICE_SPINEL_DEV_RAIL0 in the container's environment"))
+        .to_owned()
+}
+
+async fn delete(pods: &Api<Pod>, name: &str) {
+    pods.delete(name, &DeleteParams::default()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pods.get_opt(name).await.unwrap().is_some() {
+        assert!(Instant::now() < deadline, "pod {name} still there");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
