@@ -54,6 +54,8 @@ func main() {
 			os.Exit(podResourcesMain(os.Args[2:]))
 		case "cni":
 			os.Exit(cniMain(os.Args[2:]))
+		case "draplugin":
+			os.Exit(draPluginMain(os.Args[2:]))
 		case "resourceclaim-controller":
 			os.Exit(claimControllerMain(os.Args[2:]))
 		}
