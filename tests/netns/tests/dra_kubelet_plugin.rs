@@ -71,7 +71,6 @@ fn prepare_and_unprepare_through_the_kubelet_s_plugin_manager_survive_sigkill() 
         "dra-plug",
         "plug",
         2,
-        2,
         &["pci0000:3a", "pci0000:d7"],
         &placement,
     );
