@@ -1,8 +1,10 @@
 //! The agent's DRA kubelet plugin driven through its gRPC API by the kubelet's own code: the
 //! kubelet's plugin manager finds the registration socket and hands the plugin to the
 //! kubelet's DRA plugin manager, which calls NodePrepareResources and NodeUnprepareResources
-//! (`spinel-k8s draplugin`). The claim is a real one, allocated by kube-scheduler. The agent is
-//! killed with SIGKILL between prepare and unprepare; nothing may leak.
+//! (`spinel-k8s draplugin`). The claim is a real one, allocated by kube-scheduler. Once the
+//! CNI's record of the VF's attachment appears, the agent writes the claim's
+//! `status.devices` (KEP-4817). The agent is killed with SIGKILL between prepare and
+//! unprepare; nothing may leak.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers fail loudly
 
@@ -18,11 +20,26 @@ use serde_json::{Value, json};
 use spinel_api::dra;
 use spinel_netns_tests::cluster;
 use spinel_netns_tests::dra::{
-    DraCluster, DraNode, Placement, allocation, claim_pod, eventually, namespace, slices,
+    DraCluster, DraNode, Placement, allocation, claim_pod, eventually, namespace, slices, vf_pci,
 };
 use spinel_netns_tests::require_root;
+use spinel_node::record::{PodAttachment, Record, publish};
 
 const WAIT: Duration = Duration::from_secs(60);
+
+/// The agent's entry for `device` in claim `name`'s `status.devices`, once it is there.
+async fn device_status(admin: &kube::Client, name: &str, device: &str) -> Option<Value> {
+    let claim = Api::<ResourceClaim>::namespaced(admin.clone(), "dra-plug")
+        .get(name)
+        .await
+        .ok()?;
+    let entry = claim
+        .status?
+        .devices?
+        .into_iter()
+        .find(|d| d.driver == dra::DRIVER && d.pool == "dra-plug" && d.device == device)?;
+    Some(serde_json::to_value(entry).unwrap())
+}
 
 /// What the kubelet's DRA code got back from the plugin (`verb` for `claim` ns/name/uid).
 fn kubelet(registry: &Path, verb: &str, claim: &str) -> Value {
@@ -151,6 +168,49 @@ fn prepare_and_unprepare_through_the_kubelet_s_plugin_manager_survive_sigkill() 
         .as_str()
         .unwrap_or_default();
     assert!(error.contains("replaced"), "{refused}");
+
+    // status.devices: not ready while no CNI attachment of the VF exists, then the interface
+    // as the CNI recorded it (written here with the CNI's own record writer).
+    let name = claim.split('/').nth(1).unwrap().to_owned();
+    let pci = (0..2)
+        .map(|j| vf_pci(1, j))
+        .find(|p| dra::vf_device_name(p) == device)
+        .unwrap();
+    rt.block_on(async {
+        let admin = c.cp.admin_client().await;
+        let waiting = eventually("Ready=False entry", WAIT, || {
+            device_status(&admin, &name, &device)
+        })
+        .await;
+        assert_eq!(waiting["conditions"][0]["type"], "Ready", "{waiting}");
+        assert_eq!(waiting["conditions"][0]["status"], "False", "{waiting}");
+        assert!(waiting.get("networkData").is_none(), "{waiting}");
+        let attachment: PodAttachment = serde_json::from_value(json!({
+            "netns": "/run/netns/trainer", "netnsId": {"dev": 4, "ino": 4026532100u64, "cookie": 9},
+            "ifname": "net1", "mac": "02:5e:00:00:01:07", "addresses": ["10.56.1.7/24"],
+            "pf": "pf1", "vfPci": pci,
+        }))
+        .unwrap();
+        let record = Record {
+            roce: None,
+            attachment: Some(attachment),
+        };
+        publish(&n.agent.node.records_dir, "c0ffee", "net1", &record).unwrap();
+        let ready = eventually("networkData", WAIT, || async {
+            device_status(&admin, &name, &device)
+                .await
+                .filter(|d| d["conditions"][0]["status"] == "True")
+        })
+        .await;
+        assert_eq!(
+            ready["networkData"],
+            json!({"interfaceName": "net1", "ips": ["10.56.1.7/24"], "hardwareAddress": "02:5e:00:00:01:07"}),
+            "{ready}"
+        );
+        assert_eq!(ready["data"]["pf"], "pf1", "{ready}");
+        assert_eq!(ready["data"]["pciAddress"], pci.as_str(), "{ready}");
+        assert_eq!(ready["conditions"][0]["reason"], "Attached", "{ready}");
+    });
 
     // SIGKILL between prepare and unprepare; the restarted agent unprepares from its journal.
     n.agent.stop(Signal::SIGKILL);
