@@ -56,6 +56,8 @@ func main() {
 			os.Exit(cniMain(os.Args[2:]))
 		case "draplugin":
 			os.Exit(draPluginMain(os.Args[2:]))
+		case "slice-publisher":
+			os.Exit(slicePublisherMain(os.Args[2:]))
 		case "resourceclaim-controller":
 			os.Exit(claimControllerMain(os.Args[2:]))
 		}
