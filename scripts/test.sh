@@ -30,7 +30,7 @@ unformatted=$(gofmt -l tests/node)
 [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
 (cd tests/node && GOTOOLCHAIN=local go vet ./pause ./mkimage)
 # --- end real nodes ------------------------------------------------------------------------------
-echo "== manifests: kubernetes-validate for Kubernetes 1.33 and the newest it knows"
+echo "== manifests: kubernetes-validate for Kubernetes 1.33 (1.34 for DRA) and the newest it knows"
 # In a virtual environment under target/ (no system pip). CRDs are validated as CRDs; objects
 # of custom kinds (peers' and ours) are validated by the real API server in the netns tier.
 venv=target/kubernetes-validate
@@ -39,8 +39,16 @@ venv=target/kubernetes-validate
   "$venv/bin/pip" install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
 }
 mapfile -t manifests < <(find deploy -name '*.yaml' | sort)
-for version in 1.33.0 1.37.0; do
-  out=$("$venv/bin/kubernetes-validate" --strict --quiet -k "$version" "${manifests[@]}" 2>&1) || {
+# The DRA manifests (resource.k8s.io/v1) need 1.34 or newer: checked against 1.34 instead of 1.33.
+mapfile -t dra < <(grep -l '^apiVersion: resource.k8s.io/v1$' "${manifests[@]}")
+mapfile -t older < <(grep -L '^apiVersion: resource.k8s.io/v1$' "${manifests[@]}")
+for version in 1.33.0 1.34.0 1.37.0; do
+  case $version in
+    1.33.0) checked=("${older[@]}") ;;
+    1.34.0) checked=("${dra[@]}") ;;
+    *) checked=("${manifests[@]}") ;;
+  esac
+  out=$("$venv/bin/kubernetes-validate" --strict --quiet -k "$version" "${checked[@]}" 2>&1) || {
     echo "$out" >&2; exit 1; }
   # Only the scheduler's own configuration file is not a served kind.
   unknown=$(echo "$out" | grep -v "kind KubeSchedulerConfiguration" | grep . || true)

@@ -59,6 +59,10 @@ func main() {
 			os.Exit(kubeletMain(os.Args[2:]))
 		case "node-kubeconfig":
 			os.Exit(nodeKubeconfigMain(os.Args[2:]))
+		case "draplugin":
+			os.Exit(draPluginMain(os.Args[2:]))
+		case "slice-publisher":
+			os.Exit(slicePublisherMain(os.Args[2:]))
 		case "resourceclaim-controller":
 			os.Exit(claimControllerMain(os.Args[2:]))
 		}

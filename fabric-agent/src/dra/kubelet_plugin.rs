@@ -220,10 +220,17 @@ impl DraPlugin for Service {
 }
 
 /// The plugin's socket and its registration socket.
+///
+/// The registration socket's name ends in `@reg.sock` on purpose. The kubelet's plugin watcher
+/// dials it by its bare path, so grpc-go sends the percent-encoded path as `:authority`
+/// (`%2Fvar%2Flib%2F...`), and h2 (under tonic) refuses a `%` in a host with PROTOCOL_ERROR:
+/// registration would fail against every real kubelet. After the last `@` the URI grammar
+/// reads the `%`s as userinfo and the host is `reg.sock`, which h2 accepts. (The kubelet
+/// dials the DRA service itself as `unix:<path>`, whose authority is `localhost`.)
 pub fn sockets(settings: &KubeletPlugin) -> (PathBuf, PathBuf) {
     (
         settings.dir.join("dra.sock"),
-        settings.registry.join(format!("{}-reg.sock", dra::DRIVER)),
+        settings.registry.join(format!("{}@reg.sock", dra::DRIVER)),
     )
 }
 
@@ -256,4 +263,43 @@ pub async fn serve(plugin: Plugin, settings: KubeletPlugin) -> Result<(), Plugin
         tracing::error!("the DRA kubelet plugin stopped: {e}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::codegen::http::uri::Authority;
+
+    /// grpc-go's `:authority` for a target that is a bare path: every byte outside RFC 3986's
+    /// unreserved, sub-delims and `:[]@` percent-encoded (`encodeAuthority` in clientconn.go).
+    fn grpc_go_authority(path: &Path) -> String {
+        path.to_string_lossy()
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.~!$&'()*+,;=:[]@".contains(&b) {
+                    char::from(b).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_kubelet_s_authority_for_the_registration_socket_is_one_h2_accepts() {
+        let settings = KubeletPlugin {
+            registry: PathBuf::from("/var/lib/kubelet/plugins_registry"),
+            dir: PathBuf::from("/var/lib/kubelet/plugins/roce.spinel.dev"),
+            cdi_dir: PathBuf::from("/var/run/cdi"),
+            state_dir: PathBuf::from("/var/lib/spinel/dra"),
+        };
+        let (_, registration) = sockets(&settings);
+        let authority = grpc_go_authority(&registration);
+        assert!(authority.starts_with("%2Fvar%2Flib"), "{authority}");
+        let parsed: Authority = authority.parse().unwrap();
+        assert_eq!(parsed.host(), "reg.sock");
+        // The conventional name would be refused, which is why it is not used.
+        let plain = grpc_go_authority(&settings.registry.join("roce.spinel.dev-reg.sock"));
+        assert!(plain.parse::<Authority>().is_err());
+    }
 }

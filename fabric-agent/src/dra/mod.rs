@@ -10,8 +10,10 @@
 //! - [`slices`]: the pool cut into slices, and the writes that get there (pure);
 //! - [`publisher`]: the loop that keeps the API server's slices equal to the devices;
 //! - [`kubelet_plugin`], [`kubelet_api`], [`prepared`]: the kubelet plugin (registration,
-//!   `NodePrepareResources`/`NodeUnprepareResources`), its journal and CDI specs.
+//!   `NodePrepareResources`/`NodeUnprepareResources`), its journal and CDI specs;
+//! - [`claim_status`]: prepared claims' `status.devices` (KEP-4817) from the CNI's records.
 
+pub mod claim_status;
 pub mod devices;
 pub mod inventory;
 pub mod kubelet_api;
@@ -102,6 +104,7 @@ pub fn start(
 ) -> Option<Driver> {
     let settings = config.dra.clone()?;
     let settings_plugin = settings.kubelet_plugin.clone();
+    let status_period = settings.inventory_period;
     let node = config.node_name.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let (inventory_tx, inventory_rx) = watch::channel(inventory::Inventory::new());
@@ -145,14 +148,21 @@ pub fn start(
         )),
     ];
     if let Some(plugin) = settings_plugin {
+        let journal = prepared::Journal {
+            state_dir: plugin.state_dir.clone(),
+            cdi_dir: plugin.cdi_dir.clone(),
+        };
+        tasks.push(tokio::spawn(claim_status::run(
+            client.clone(),
+            journal.clone(),
+            config.duties.garp.records_dir.clone(),
+            status_period,
+        )));
         let serving = kubelet_plugin::Plugin {
             node: config.node_name.clone(),
             client: client.clone(),
             devices: published_rx,
-            journal: prepared::Journal {
-                state_dir: plugin.state_dir.clone(),
-                cdi_dir: plugin.cdi_dir.clone(),
-            },
+            journal,
             sysfs_root: config.sysfs_root.clone(),
         };
         tasks.push(tokio::spawn(async move {

@@ -152,6 +152,31 @@ impl Journal {
         }
     }
 
+    /// Every prepared claim, in UID order. A record that cannot be read is an error naming it
+    /// (the claim's status would otherwise silently go unreported).
+    pub fn list(&self) -> Result<Vec<PreparedClaim>, JournalError> {
+        let dir = self.state_dir.join("claims");
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err("list", &dir)(e)),
+        };
+        let mut uids: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let uid = name.strip_suffix(".json")?;
+                check_uid(uid).is_ok().then(|| uid.to_owned())
+            })
+            .collect();
+        uids.sort();
+        let mut claims = Vec::new();
+        for uid in uids {
+            claims.extend(self.get(&uid)?);
+        }
+        Ok(claims)
+    }
+
     /// Records `claim`, then writes its CDI spec (both replaced if present).
     pub fn prepare(&self, claim: &PreparedClaim) -> Result<(), JournalError> {
         check_uid(&claim.uid)?;
@@ -279,8 +304,10 @@ mod tests {
             spec["devices"][0]["containerEdits"]["deviceNodes"][0]["path"],
             "/dev/infiniband/uverbs2"
         );
+        assert_eq!(j.list().unwrap(), vec![claim(uid)]);
         j.unprepare(uid).unwrap();
         j.unprepare(uid).unwrap();
+        assert_eq!(j.list().unwrap(), vec![]);
         assert!(!j.cdi_path(uid).exists() && j.get(uid).unwrap().is_none());
         assert!(j.get("../etc/passwd").is_err() && j.unprepare("a/b").is_err());
         // A spec no record explains (and a dead writer's temporary) are swept; others stay.

@@ -217,21 +217,19 @@ pub struct DraNode {
 }
 
 impl DraNode {
-    /// Node `name` in test group `group`: `rails` NICs with `vfs` VFs each, NIC `k` under PCIe
-    /// root `roots[k]` (NUMA node: its index in `roots` modulo 2), cabled as `placement` says.
-    /// The agent is not started.
-    #[allow(clippy::too_many_arguments)] // one test fixture, each argument a different axis
+    /// Node `name` in test group `group`: one NIC (rail) per entry of `roots`, with `vfs` VFs
+    /// each, NIC `k` under PCIe root `roots[k]` (NUMA node: the index of its root's first
+    /// occurrence in `roots` modulo 2), cabled as `placement` says. The agent is not started.
     pub fn new(
         rt: &tokio::runtime::Runtime,
         cluster: &DraCluster,
         name: &str,
         group: &str,
-        rails: u8,
         vfs: u32,
         roots: &[&str],
         placement: &Placement,
     ) -> Self {
-        assert_eq!(roots.len(), usize::from(rails), "one PCIe root per NIC");
+        let rails = u8::try_from(roots.len()).expect("at most 255 NICs");
         let mut agent = AgentNode::new(rt, &cluster.cp, name, 0, agent_config());
         // The kubelet plugin's directories in the sandbox, never the machine's.
         let dir = agent.node.sb.dir().to_owned();

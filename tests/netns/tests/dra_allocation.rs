@@ -108,7 +108,7 @@ fn slices_are_published_and_follow_vfs_labels_and_deletions() {
     let c = shared(&rt);
     let p = placement("lg-a");
     let roots = ["pci0000:3a", "pci0000:d7"];
-    let mut n = DraNode::new(&rt, c, "dra-pub", "pub", 2, 2, &roots, &p);
+    let mut n = DraNode::new(&rt, c, "dra-pub", "pub", 2, &roots, &p);
     n.start();
     rt.block_on(async {
         let admin = c.cp.admin_client().await;
@@ -222,16 +222,7 @@ fn a_claim_template_gets_one_vf_on_every_rail_under_one_leaf_group() {
         "pci0000:8c",
         "pci0000:8d",
     ];
-    let mut n = DraNode::new(
-        &rt,
-        c,
-        "dra-rails",
-        "rails",
-        8,
-        2,
-        &roots,
-        &placement("lg-b"),
-    );
+    let mut n = DraNode::new(&rt, c, "dra-rails", "rails", 2, &roots, &placement("lg-b"));
     n.start();
     rt.block_on(async {
         let admin = c.cp.admin_client().await;
@@ -290,7 +281,6 @@ fn a_tainted_nic_is_never_allocated_while_its_node_s_other_nics_are() {
         c,
         "dra-taint",
         "taint",
-        2,
         2,
         &["pci0000:3a", "pci0000:d7"],
         &placement("lg-c"),
@@ -407,7 +397,7 @@ fn a_gpu_and_nic_claim_lands_on_one_pcie_root() {
     let rt = runtime();
     let c = shared(&rt);
     let roots = ["pci0000:15", "pci0000:37", "pci0000:5d", "pci0000:7f"];
-    let mut n = DraNode::new(&rt, c, "dra-gpu", "gpu", 4, 2, &roots, &placement("lg-d"));
+    let mut n = DraNode::new(&rt, c, "dra-gpu", "gpu", 2, &roots, &placement("lg-d"));
     n.start();
     rt.block_on(async {
         let admin = c.cp.admin_client().await;
@@ -467,7 +457,6 @@ fn two_pods_never_share_a_vf_and_running_out_is_the_scheduler_s_reason() {
         c,
         "dra-full",
         "full",
-        2,
         3,
         &["pci0000:3a", "pci0000:d7"],
         &placement("lg-e"),
