@@ -67,7 +67,7 @@ pub struct RailResource {
 impl RailResource {
     /// The socket of its plugin in `registry_dir`.
     pub fn socket(&self, registry_dir: &Path) -> PathBuf {
-        registry_dir.join(format!("{}.sock", self.name.replace('/', "-")))
+        crate::kubelet_plugin::registration_socket(registry_dir, &self.name)
     }
 
     /// The environment variable naming the allocated VFs, as the SR-IOV device plugin names it
@@ -483,7 +483,7 @@ mod tests {
         let info_dir = dir.path().join("devinfo/dp");
         let plugin = RailPlugin::new(rail0(), rx, &info_dir, &dev);
         let socket = rail0().socket(&dir.path().join("plugins_registry"));
-        assert!(socket.ends_with("plugins_registry/spinel.dev-rail0.sock"));
+        assert!(socket.ends_with("plugins_registry/spinel.dev-rail0@reg.sock"));
         let server = SocketServer::serve(&socket, plugin.router(&socket)).unwrap();
         let channel = connect(&socket).await.unwrap();
 
@@ -587,8 +587,8 @@ mod tests {
         let shutdown = Shutdown::manual();
         let task = tokio::spawn(run(config, fake.root().to_owned(), shutdown.clone()));
         let sockets = [
-            registry.join("spinel.dev-rail0.sock"),
-            registry.join("spinel.dev-rail1.sock"),
+            registry.join("spinel.dev-rail0@reg.sock"),
+            registry.join("spinel.dev-rail1@reg.sock"),
         ];
         let wait = |what: &'static str, done: &dyn Fn() -> bool| {
             let deadline = std::time::Instant::now() + Duration::from_secs(10);

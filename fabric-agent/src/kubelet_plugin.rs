@@ -14,13 +14,10 @@ use std::os::unix::fs::FileTypeExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::io::AsyncWriteExt as _;
 use tokio::net::UnixListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tonic::{Request, Response, Status};
-
-mod authority;
 
 /// The generated messages and services.
 #[allow(missing_docs, clippy::all, clippy::pedantic, unreachable_pub)]
@@ -43,6 +40,17 @@ use proto::pluginregistration::{
 
 /// Where the kubelet's plugin watcher looks for registration sockets.
 pub const PLUGINS_REGISTRY: &str = "/var/lib/kubelet/plugins_registry";
+
+/// The registration socket of plugin `name` in the kubelet's plugin registry `registry`:
+/// `<name>@reg.sock`. The `@` is needed. The plugin watcher dials the socket by its bare path,
+/// so grpc-go sends the percent-encoded path (`%2Fvar%2Flib%2F...`) as `:authority`, and h2
+/// (under tonic) refuses a `%` in a host with PROTOCOL_ERROR: registration would fail with
+/// every real kubelet. After the last `@` the URI grammar reads the `%`s as userinfo and the
+/// host is `reg.sock`, which h2 accepts. (The device and DRA managers dial their plugins with
+/// `localhost` as authority; only the watcher's `GetInfo` needs this.)
+pub fn registration_socket(registry: &Path, name: &str) -> PathBuf {
+    registry.join(format!("{}@reg.sock", name.replace('/', "-")))
+}
 
 /// A socket cannot be served or reached.
 #[derive(Debug, thiserror::Error)]
@@ -202,7 +210,7 @@ impl SocketServer {
         let listener = bind(path)?;
         let inode = inode_of(path);
         let (stop, stopped) = oneshot::channel::<()>();
-        let incoming = tokio_stream::wrappers::ReceiverStream::new(relay_connections(listener));
+        let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
         let task = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async {
             let _ = stopped.await;
         }));
@@ -275,51 +283,6 @@ impl Drop for SocketServer {
             task.abort();
         }
     }
-}
-
-/// Accepts connections on `listener` and hands the server, for each, the far end of an
-/// in-memory pipe relayed to it with `:authority` made acceptable ([`authority`]). Stops when
-/// the server no longer takes connections.
-fn relay_connections(
-    listener: UnixListener,
-) -> tokio::sync::mpsc::Receiver<Result<tokio::io::DuplexStream, io::Error>> {
-    let (tx, rx) = tokio::sync::mpsc::channel(16);
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                () = tx.closed() => return,
-                accepted = listener.accept() => accepted,
-            };
-            let client = match accepted {
-                Ok((client, _)) => client,
-                Err(e) => {
-                    if tx.send(Err(e)).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let (near, far) = tokio::io::duplex(64 * 1024);
-            tokio::spawn(async move {
-                let (client_read, mut client_write) = client.into_split();
-                let (server_read, mut server_write) = tokio::io::split(near);
-                let up = async {
-                    let _ = authority::relay_client_stream(client_read, &mut server_write).await;
-                    let _ = server_write.shutdown().await;
-                };
-                let down = async {
-                    let mut server_read = server_read;
-                    let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
-                    let _ = client_write.shutdown().await;
-                };
-                tokio::join!(up, down);
-            });
-            if tx.send(Ok(far)).await.is_err() {
-                return;
-            }
-        }
-    });
-    rx
 }
 
 fn inode_of(path: &Path) -> Option<u64> {

@@ -230,7 +230,7 @@ impl DraPlugin for Service {
 pub fn sockets(settings: &KubeletPlugin) -> (PathBuf, PathBuf) {
     (
         settings.dir.join("dra.sock"),
-        settings.registry.join(format!("{}@reg.sock", dra::DRIVER)),
+        crate::kubelet_plugin::registration_socket(&settings.registry, dra::DRIVER),
     )
 }
 
@@ -267,6 +267,8 @@ pub async fn serve(plugin: Plugin, settings: KubeletPlugin) -> Result<(), Plugin
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use tonic::codegen::http::uri::Authority;
 
