@@ -19,7 +19,7 @@
 //!   shims. Whatever runs there is killed with the sandbox, on drop, by a watchdog when the
 //!   test process dies however it dies, and by the next run's sweep.
 //!
-//! What differs from a production node, and why (see README.md, "Real nodes"):
+//! What differs from a production node, and why:
 //! - containerd runs with `restrict_oom_score_adj`: this machine's processes lack
 //!   `CAP_SYS_RESOURCE` in their bounding set (`CapBnd` 0x1fffeffffff), so no process here may
 //!   lower an `oom_score_adj`, and runc fails every pod sandbox (-998) without it;
