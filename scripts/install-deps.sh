@@ -125,3 +125,14 @@ if [ "${1:-demo}" = test ]; then
     || rustup target add x86_64-unknown-linux-musl
 fi
 # --- end installation tests ---------------------------------------------------------------------
+
+# --- real nodes (tests/node, tests/netns node tier) -----------------------------------------
+# The node tier's OCI runtime is Debian's runc (containerd and the kubelet are built from Go
+# modules by tests/node/build.sh and tests/k8s/build.sh); its test pods' image is Debian's
+# static busybox (busybox-static, above).
+if [ "${1:-demo}" = test ] && ! dpkg-query -W -f='${Status}' runc 2>/dev/null | grep -q 'install ok installed'; then
+  echo "install-deps: installing runc"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends runc >/dev/null
+fi
+# --- end real nodes ----------------------------------------------------------------------------

@@ -23,7 +23,14 @@ command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
 unformatted=$(gofmt -l tests/k8s)
 [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
 (cd tests/k8s && GOTOOLCHAIN=local go vet .)
-echo "== manifests: kubernetes-validate for Kubernetes 1.33 and the newest it knows"
+# --- real nodes (tests/node) -------------------------------------------------------------------
+echo "== node runtime (tests/node): containerd, its runc shim, ctr, the pause and busybox images"
+./tests/node/build.sh
+unformatted=$(gofmt -l tests/node)
+[ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
+(cd tests/node && GOTOOLCHAIN=local go vet ./pause ./mkimage)
+# --- end real nodes ------------------------------------------------------------------------------
+echo "== manifests: kubernetes-validate for Kubernetes 1.33 (1.34 for DRA) and the newest it knows"
 # In a virtual environment under target/ (no system pip). CRDs are validated as CRDs; objects
 # of custom kinds (peers' and ours) are validated by the real API server in the netns tier.
 venv=target/kubernetes-validate
@@ -34,8 +41,16 @@ venv=target/kubernetes-validate
 # The chart's templates are not YAML yet and deploy/monitoring holds Prometheus' own format;
 # the chart's renderings are validated by tests/helm/test.sh.
 mapfile -t manifests < <(find deploy -name '*.yaml' -not -path 'deploy/helm/*' -not -path 'deploy/monitoring/*' | sort)
-for version in 1.33.0 1.37.0; do
-  out=$("$venv/bin/kubernetes-validate" --strict --quiet -k "$version" "${manifests[@]}" 2>&1) || {
+# The DRA manifests (resource.k8s.io/v1) need 1.34 or newer: checked against 1.34 instead of 1.33.
+mapfile -t dra < <(grep -l '^apiVersion: resource.k8s.io/v1$' "${manifests[@]}")
+mapfile -t older < <(grep -L '^apiVersion: resource.k8s.io/v1$' "${manifests[@]}")
+for version in 1.33.0 1.34.0 1.37.0; do
+  case $version in
+    1.33.0) checked=("${older[@]}") ;;
+    1.34.0) checked=("${dra[@]}") ;;
+    *) checked=("${manifests[@]}") ;;
+  esac
+  out=$("$venv/bin/kubernetes-validate" --strict --quiet -k "$version" "${checked[@]}" 2>&1) || {
     echo "$out" >&2; exit 1; }
   # Only the scheduler's own configuration file and the examples' peers' kinds (Multus's NAD,
   # Kubeflow's PyTorchJob: the real API server validates them in tests/helm/test.sh) are not
@@ -57,6 +72,14 @@ for _ in $(seq 50); do
   sleep 0.2
 done
 [ -z "$left" ] || { echo "processes the tests started are still running:" >&2; echo "$left" >&2; exit 1; }
+# --- real nodes: a node's containers live in its cgroup, not in its namespaces -----------------
+for _ in $(seq 50); do
+  left=$(find /sys/fs/cgroup -maxdepth 2 -name 'spinel-test-*' 2>/dev/null || true)
+  [ -z "$left" ] && break
+  sleep 0.2
+done
+[ -z "$left" ] || { echo "node cgroups left behind:" >&2; echo "$left" >&2; exit 1; }
+# --- end real nodes ------------------------------------------------------------------------------
 stale=$(find /run/spinel-test -mindepth 1 -maxdepth 1 2>/dev/null || true)
 [ -z "$stale" ] || { echo "sandboxes left behind:" >&2; echo "$stale" >&2; exit 1; }
 echo "== installation: the Helm chart, deploy/ as its rendering, examples, alerts, dashboard"

@@ -10,6 +10,8 @@ use spinel_node::nics::NicSelection;
 use spinel_wire::lldp::TxTiming;
 
 use crate::config_error::{ConfigError, invalid};
+use crate::device_plugin::{DEVICE_INFO_DIR, DevicePluginConfig, RailResource};
+use crate::kubelet_plugin::PLUGINS_REGISTRY;
 use crate::settings::{
     Duties, DutiesFile, DutyFlags, GarpFile, HealthFile, MetricsFile, RoutingFile,
 };
@@ -56,6 +58,9 @@ pub struct Flags {
     /// Taint the node fabric.spinel.dev/degraded:NoSchedule while its RoCE fabric is unhealthy.
     #[arg(long)]
     pub taint_degraded: bool,
+    /// Publish the node's RoCE devices for Dynamic Resource Allocation (`dra:` in the file).
+    #[arg(long)]
+    pub dra: bool,
     /// Logging.
     #[command(flatten)]
     pub log: spinel_kube::logging::LogArgs,
@@ -76,6 +81,27 @@ struct FileConfig {
     garp: GarpFile,
     health: HealthFile,
     metrics: MetricsFile,
+    dra: crate::dra::settings::DraFile,
+    device_plugin: Option<DevicePluginFile>,
+}
+
+/// `devicePlugin`: the rails' VFs as extended resources (see [`crate::device_plugin`]).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct DevicePluginFile {
+    resource_prefix: Option<String>,
+    resources: Vec<DeviceResourceFile>,
+    plugin_registry: Option<PathBuf>,
+    device_info_dir: Option<PathBuf>,
+    dev_dir: Option<PathBuf>,
+    rescan_seconds: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct DeviceResourceFile {
+    name: String,
+    pf_names: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -113,6 +139,10 @@ pub struct AgentConfig {
     pub resync: Duration,
     /// The node duties: host routing, announcements, health, metrics.
     pub duties: Duties,
+    /// The DRA driver, when enabled.
+    pub dra: Option<crate::dra::settings::Dra>,
+    /// The device plugin, when configured.
+    pub device_plugin: Option<DevicePluginConfig>,
 }
 
 /// Parses `--nics`.
@@ -196,6 +226,7 @@ impl AgentConfig {
         if let Some(t) = &transmit {
             t.validate().map_err(ConfigError::Timers)?;
         }
+        let dra = file.dra.resolve(flags.dra)?;
         let duties = DutiesFile {
             routing: file.routing,
             garp: file.garp,
@@ -228,8 +259,91 @@ impl AgentConfig {
             debounce: Duration::from_millis(file.report_debounce_ms.unwrap_or(500).min(60_000)),
             resync: Duration::from_secs(file.resync_seconds.unwrap_or(600).clamp(10, 86_400)),
             duties,
+            dra,
+            device_plugin: file.device_plugin.map(device_plugin).transpose()?,
         })
     }
+}
+
+/// True for a DNS-1123 subdomain (what an extended resource's prefix must be).
+fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+fn device_plugin(file: DevicePluginFile) -> Result<DevicePluginConfig, ConfigError> {
+    let prefix = file.resource_prefix.unwrap_or_else(|| "spinel.dev".into());
+    if !is_dns_subdomain(&prefix)
+        || prefix == "kubernetes.io"
+        || prefix.ends_with(".kubernetes.io")
+        || prefix == "k8s.io"
+        || prefix.ends_with(".k8s.io")
+    {
+        invalid!(
+            "devicePlugin.resourcePrefix {prefix:?} must be a DNS subdomain outside kubernetes.io"
+        );
+    }
+    if file.resources.is_empty() {
+        invalid!("devicePlugin.resources: name at least one resource");
+    }
+    let mut resources: Vec<RailResource> = Vec::new();
+    for r in file.resources {
+        let ok_name = !r.name.is_empty()
+            && r.name.len() <= 63
+            && r.name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && r.name.as_bytes()[0].is_ascii_alphanumeric()
+            && r.name.as_bytes()[r.name.len() - 1].is_ascii_alphanumeric();
+        if !ok_name {
+            invalid!(
+                "devicePlugin.resources: {:?} is not a resource name",
+                r.name
+            );
+        }
+        let name = format!("{prefix}/{}", r.name);
+        if resources.iter().any(|x| x.name == name) {
+            invalid!("devicePlugin.resources: {name} is named twice");
+        }
+        if r.pf_names.is_empty() {
+            invalid!("devicePlugin.resources: {name} has no pfNames");
+        }
+        let mut pfs = Vec::new();
+        for pf in r.pf_names {
+            match pf.parse() {
+                Ok(n) => pfs.push(n),
+                Err(e) => invalid!("devicePlugin.resources: {name}: {e}"),
+            }
+        }
+        resources.push(RailResource { name, pfs });
+    }
+    let dir = |value: Option<PathBuf>, default: &str, key: &str| {
+        let path = value.unwrap_or_else(|| PathBuf::from(default));
+        if path.is_absolute() {
+            Ok(path)
+        } else {
+            Err(ConfigError::Invalid(format!(
+                "devicePlugin.{key} must be an absolute path: {}",
+                path.display()
+            )))
+        }
+    };
+    Ok(DevicePluginConfig {
+        resources,
+        registry_dir: dir(file.plugin_registry, PLUGINS_REGISTRY, "pluginRegistry")?,
+        device_info_dir: dir(file.device_info_dir, DEVICE_INFO_DIR, "deviceInfoDir")?,
+        dev_dir: dir(file.dev_dir, "/dev", "devDir")?,
+        rescan: Duration::from_secs(file.rescan_seconds.unwrap_or(10).clamp(1, 3600)),
+    })
 }
 
 #[cfg(test)]
@@ -317,5 +431,74 @@ mod tests {
         assert_eq!(c.duties.garp.records_dir, PathBuf::from("/run/spinel/roce"));
         assert!(!c.duties.health.taint, "shielding is opt-in");
         assert!(c.duties.routing.enabled && !c.duties.routing.dry_run);
+    }
+
+    fn load_yaml(text: &str) -> Result<AgentConfig, ConfigError> {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), text).unwrap();
+        let flags = Flags::parse_from([
+            "spinel-agent",
+            "--config",
+            file.path().to_str().unwrap(),
+            "--node-name",
+            "gpu-node-01",
+        ]);
+        AgentConfig::load(&flags)
+    }
+
+    #[test]
+    fn the_device_plugin_is_off_unless_configured_and_its_resources_are_checked() {
+        assert_eq!(load_yaml("nics: auto\n").unwrap().device_plugin, None);
+        let c = load_yaml(
+            "devicePlugin:\n  resources:\n  - {name: rail0, pfNames: [ens1f0np0]}\n  - {name: rail1, pfNames: [ens1f1np1, ens2f1np1]}\n",
+        )
+        .unwrap()
+        .device_plugin
+        .unwrap();
+        assert_eq!(c.resources[0].name, "spinel.dev/rail0");
+        assert_eq!(c.resources[1].pfs.len(), 2);
+        assert_eq!(
+            c.registry_dir,
+            PathBuf::from("/var/lib/kubelet/plugins_registry")
+        );
+        assert_eq!(
+            c.device_info_dir,
+            PathBuf::from("/var/run/k8s.cni.cncf.io/devinfo/dp")
+        );
+        assert_eq!(c.rescan, Duration::from_secs(10));
+        for (bad, says) in [
+            ("devicePlugin:\n  resources: []\n", "at least one"),
+            (
+                "devicePlugin:\n  resources:\n  - {name: rail0, pfNames: []}\n",
+                "no pfNames",
+            ),
+            (
+                "devicePlugin:\n  resources:\n  - {name: rail0, pfNames: [../x]}\n",
+                "rail0",
+            ),
+            (
+                "devicePlugin:\n  resources:\n  - {name: r/0, pfNames: [a]}\n",
+                "resource name",
+            ),
+            (
+                "devicePlugin:\n  resources:\n  - {name: r, pfNames: [a]}\n  - {name: r, pfNames: [b]}\n",
+                "twice",
+            ),
+            (
+                "devicePlugin:\n  resourcePrefix: k8s.io\n  resources:\n  - {name: r, pfNames: [a]}\n",
+                "kubernetes.io",
+            ),
+            (
+                "devicePlugin:\n  resourcePrefix: Spinel\n  resources:\n  - {name: r, pfNames: [a]}\n",
+                "DNS",
+            ),
+            (
+                "devicePlugin:\n  pluginRegistry: plugins\n  resources:\n  - {name: r, pfNames: [a]}\n",
+                "absolute",
+            ),
+        ] {
+            let err = anyhow::Error::new(load_yaml(bad).unwrap_err());
+            assert!(format!("{err:#}").contains(says), "{bad}: {err:#}");
+        }
     }
 }

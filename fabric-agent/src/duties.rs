@@ -122,6 +122,7 @@ pub fn start(
         ),
         metrics: metrics.clone(),
         probes: Arc::clone(&probes),
+        node_wide_only: config.dra.is_some(),
     };
     tasks.push(tokio::spawn(shielding.run()));
     tasks.push(tokio::spawn(nic_metrics(

@@ -16,9 +16,13 @@
 //!   every pod the CNI attached on that NIC;
 //! - [`roce_health`], [`shielding`], [`node_condition`]: RoCE health per NIC (from
 //!   [`readings`]) as report findings, the `RoCEFabricReady` condition and the degraded taint;
+//! - [`dra`]: the node's RoCE devices as a Dynamic Resource Allocation driver's
+//!   ResourceSlices, with per-NIC health as device taints;
 //! - [`metrics`], [`probes`]: Prometheus metrics and what `/healthz`, `/readyz` answer;
 //! - [`cni_install`]: the `install-cni` init container (the `spinel` plugin and its node
 //!   settings onto the node);
+//! - [`device_plugin`]: the rails' VFs as extended resources for the kubelet (on the gRPC
+//!   plumbing of [`kubelet_plugin`]);
 //! - [`duties`]: starts the node duties; [`config`], [`settings`], [`config_error`]: flags and
 //!   the file, and what is wrong with them.
 
@@ -26,9 +30,12 @@ pub mod announcements;
 pub mod cni_install;
 pub mod config;
 pub mod config_error;
+pub mod device_plugin;
+pub mod dra;
 pub mod duties;
 pub mod host_routing;
 pub mod kernel_events;
+pub mod kubelet_plugin;
 pub mod metrics;
 pub mod node_condition;
 pub mod node_labels;
@@ -166,6 +173,14 @@ async fn serve(
     // Handlers first: a signal arriving later must bring the shutdown LLDPDU, not kill us.
     let shutdown =
         Shutdown::register().map_err(|e| kernel_err("handle SIGTERM and SIGINT")(e.into()))?;
+    // The device plugin needs neither the API server nor LLDP: it starts first.
+    let device_plugin = config.device_plugin.clone().map(|dp| {
+        tokio::spawn(device_plugin::run(
+            dp,
+            config.sysfs_root.clone(),
+            shutdown.clone(),
+        ))
+    });
     let client = spinel_kube::client::client(config.kubeconfig.as_deref()).await?;
     let node = config.node_name.clone();
     let mut ports = LldpPorts::new(sockets, config.max_neighbors)
@@ -219,6 +234,7 @@ async fn serve(
         config.labels.clone(),
         republish,
     ));
+    let driver = dra::start(&config, &client, &tx);
     let metrics = metrics::Metrics::new(config.sysfs_root.clone(), ethtool);
     // The CNI's journal, where its own settings put it (read as the CNI reads them).
     let settings_path = std::env::var(cni_settings::PATH_ENV).ok();
@@ -237,10 +253,23 @@ async fn serve(
     let on_event = duties::counting_lldp(metrics, observe::on_lldp_event(&node, &tx));
     let result = ports.run(shutdown.wait(), on_event).await;
     tracing::info!("stopping; host routes, rules and labels stay in place");
+    // LLDP can also end without a signal (no NIC to listen on): the device plugin stops too.
+    shutdown.trigger();
     stop.store(true, Ordering::Relaxed);
     running.stop();
+    if let Some(driver) = driver {
+        driver.stop();
+    }
     publisher.abort();
     labeler.abort();
     let _ = nic_watch.join();
+    if let Some(plugin) = device_plugin {
+        // It stops on the same shutdown, removing its sockets.
+        match plugin.await {
+            Ok(Err(e)) => tracing::error!("{:#}", anyhow::Error::new(e)),
+            Err(e) => tracing::error!("device plugin task: {e}"),
+            Ok(Ok(())) => {}
+        }
+    }
     result.map_err(|e| kernel_err("run LLDP")(e.into()))
 }

@@ -120,6 +120,9 @@ pub struct Shielding {
     pub metrics: Metrics,
     /// The probes: a heartbeat per pass, and whether the condition was written.
     pub probes: Arc<Probes>,
+    /// Whether the NICs are shielded one by one (DRA device taints): then only findings about
+    /// the whole node decide the condition and the node taint.
+    pub node_wide_only: bool,
 }
 
 /// What was last written.
@@ -161,6 +164,11 @@ impl Shielding {
                 settled,
             );
             self.record(&findings);
+            let findings = if self.node_wide_only {
+                crate::dra::taints::node_wide(&findings, &nics)
+            } else {
+                findings
+            };
             let troubled = findings.iter().any(|f| !is_informational(&f.reason));
             let decision = shield.update(
                 Instant::now(),

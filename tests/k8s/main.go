@@ -43,6 +43,7 @@ type config struct {
 	apiserverArgs   stringList
 	verbosity       int
 	exitWithStdin   bool
+	controllers     bool
 	readyTimeout    time.Duration
 }
 
@@ -54,6 +55,16 @@ func main() {
 			os.Exit(podResourcesMain(os.Args[2:]))
 		case "cni":
 			os.Exit(cniMain(os.Args[2:]))
+		case "kubelet":
+			os.Exit(kubeletMain(os.Args[2:]))
+		case "node-kubeconfig":
+			os.Exit(nodeKubeconfigMain(os.Args[2:]))
+		case "draplugin":
+			os.Exit(draPluginMain(os.Args[2:]))
+		case "slice-publisher":
+			os.Exit(slicePublisherMain(os.Args[2:]))
+		case "resourceclaim-controller":
+			os.Exit(claimControllerMain(os.Args[2:]))
 		}
 	}
 	var c config
@@ -64,6 +75,7 @@ func main() {
 	fs.StringVar(&c.schedulerConfig, "scheduler-config", "", "run kube-scheduler with this KubeSchedulerConfiguration file")
 	fs.Var(&c.crdDirs, "crd", "apply every CRD in the YAML files of this directory and wait until Established (repeatable)")
 	fs.Var(&c.apiserverArgs, "apiserver-arg", "extra kube-apiserver flag, e.g. --apiserver-arg=--feature-gates=X=true (repeatable)")
+	fs.BoolVar(&c.controllers, "controller-manager", false, "also run kube-controller-manager (DaemonSets, Deployments, ServiceAccounts, node lifecycle, garbage collection)")
 	fs.IntVar(&c.verbosity, "v", 0, "log verbosity of the Kubernetes components (klog -v); 0 logs errors only")
 	fs.BoolVar(&c.exitWithStdin, "exit-with-stdin", false, "shut down when standard input reaches end of file (the parent died)")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", 3*time.Minute, "give up when not ready within this time")
@@ -71,7 +83,7 @@ func main() {
 		os.Exit(2)
 	}
 	if c.dataDir == "" || fs.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: spinel-k8s --data-dir DIR [--port N] [--kubeconfig PATH] [--crd DIR]... [--scheduler-config FILE] [--v N]")
+		fmt.Fprintln(os.Stderr, "usage: spinel-k8s --data-dir DIR [--port N] [--kubeconfig PATH] [--crd DIR]... [--scheduler-config FILE] [--controller-manager] [--v N]")
 		os.Exit(2)
 	}
 	if err := run(c); err != nil {
@@ -202,6 +214,13 @@ func run(c config) error {
 		}
 	}
 
+	var controllersDone <-chan error
+	if c.controllers {
+		if controllersDone, err = startControllerManager(serverCtx, p, dataDir, kubeconfigPath); err != nil {
+			return err
+		}
+	}
+
 	ready, err := json.Marshal(map[string]any{
 		"ready": true, "server": server, "kubeconfig": kubeconfigPath, "ca": p.caCert(),
 		"port": st.APIServerPort, "dataDir": dataDir, "pid": os.Getpid(),
@@ -219,6 +238,8 @@ func run(c config) error {
 		return fmt.Errorf("etcd stopped: %v", err)
 	case err := <-schedulerDone:
 		return fmt.Errorf("kube-scheduler stopped: %v", err)
+	case err := <-controllersDone:
+		return fmt.Errorf("kube-controller-manager stopped: %v", err)
 	}
 	klog.Info("spinel-k8s: shutting down")
 	stopServer()
@@ -232,6 +253,9 @@ func run(c config) error {
 	}
 	if schedulerDone != nil {
 		<-schedulerDone
+	}
+	if controllersDone != nil {
+		<-controllersDone
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ use spinel_netns_tests::agent::{
 };
 use spinel_netns_tests::cni::CniCall;
 use spinel_netns_tests::k8s::ControlPlane;
-use spinel_netns_tests::require_root;
+use spinel_netns_tests::{require_root, summary};
 
 fn config() -> Value {
     json!({
@@ -46,20 +46,6 @@ fn main() {
     announcing(&rt, cp, cycles);
     reconciling(&rt, cp, cycles);
     footprint(&rt, cp, seconds);
-}
-
-/// Median, p90 and max of `v`, in ms.
-fn summary(v: &mut [Duration]) -> String {
-    v.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
-    format!(
-        "median {:.2} ms, p90 {:.2} ms, max {:.2} ms (n={})",
-        ms(at(0.5)),
-        ms(at(0.9)),
-        ms(v[v.len() - 1]),
-        v.len()
-    )
 }
 
 /// A shell pipeline in the node's namespace, killed (with its group) on drop.

@@ -39,9 +39,10 @@ use crate::node::{PF_PCI, SimNode};
 
 /// The host address of `pf0`.
 pub const HOST_IP: &str = "10.56.0.2";
-/// The agent's namespace and ServiceAccount (as deployed).
-const NAMESPACE: &str = "spinel-system";
-const SERVICE_ACCOUNT: &str = "spinel-agent";
+/// The agent's namespace (as deployed).
+pub const NAMESPACE: &str = "spinel-system";
+/// The agent's ServiceAccount (as deployed).
+pub const SERVICE_ACCOUNT: &str = "spinel-agent";
 
 /// The `spinel-agent` binary, built on first use (or `$SPINEL_AGENT_BIN`).
 pub fn agent_binary() -> &'static Path {
@@ -86,7 +87,8 @@ fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).expect("manifest matches its kind")
 }
 
-async fn install(cp: &ControlPlane) {
+/// Applies the agent's namespace, RBAC and admission policy (`deploy/agent`) to `cp`.
+pub async fn install(cp: &ControlPlane) {
     let admin = cp.admin_client().await;
     let pp = PostParams::default();
     Api::<Namespace>::all(admin.clone())
@@ -125,12 +127,16 @@ async fn install(cp: &ControlPlane) {
         };
         result.unwrap_or_else(|e| panic!("apply {kind}: {e}"));
     }
-    // kube-controller-manager is not run here: the namespace's default ServiceAccount, which
-    // pods need at admission, is created by hand.
-    Api::<ServiceAccount>::namespaced(admin, NAMESPACE)
+    // Without kube-controller-manager the namespace's default ServiceAccount, which pods need
+    // at admission, is created by hand (with it, it may be there already).
+    let created = Api::<ServiceAccount>::namespaced(admin, NAMESPACE)
         .create(&pp, &typed(json!({"metadata": {"name": "default"}})))
-        .await
-        .unwrap();
+        .await;
+    match created {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("create {NAMESPACE}/default ServiceAccount: {e}"),
+    }
 }
 
 /// Registers Node `name` as a kubelet would (Ready, the admission's not-ready taint lifted)
@@ -209,7 +215,7 @@ pub fn pfc_reply_hex(priorities: &[u8]) -> String {
 
 /// Gives NIC `nic` what a RoCE port has in the fake sysfs under `dir`: a 200G link speed and
 /// RDMA device `dev` with port 1 active on Ethernet and a CNP counter at 0.
-fn roce_port(dir: &Path, nic: &str, dev: &str) {
+pub fn roce_port(dir: &Path, nic: &str, dev: &str) {
     let net = dir.join("sys/class/net").join(nic);
     fs::create_dir_all(&net).unwrap();
     fs::write(net.join("speed"), "200000\n").unwrap();

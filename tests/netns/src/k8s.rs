@@ -33,6 +33,7 @@ pub struct ControlPlaneOptions {
     crd_dirs: Vec<PathBuf>,
     scheduler_config: Option<String>,
     apiserver_args: Vec<String>,
+    controller_manager: bool,
     verbosity: u8,
     ready_timeout: Duration,
 }
@@ -45,6 +46,7 @@ impl ControlPlaneOptions {
             crd_dirs: Vec::new(),
             scheduler_config: None,
             apiserver_args: Vec::new(),
+            controller_manager: false,
             verbosity: 0,
             ready_timeout: Duration::from_secs(180),
         }
@@ -71,6 +73,14 @@ impl ControlPlaneOptions {
     /// Passes one more flag to kube-apiserver, e.g. `--feature-gates=X=true`.
     pub fn apiserver_arg(mut self, flag: &str) -> Self {
         self.apiserver_args.push(flag.to_owned());
+        self
+    }
+
+    /// Also runs kube-controller-manager (what a cluster with nodes needs: DaemonSets,
+    /// Deployments, `default` ServiceAccounts and `kube-root-ca.crt` in every namespace, node
+    /// lifecycle, garbage collection).
+    pub fn controller_manager(mut self) -> Self {
+        self.controller_manager = true;
         self
     }
 
@@ -254,6 +264,9 @@ impl ControlPlane {
             let path = self.sandbox.dir().join("scheduler-config.yaml");
             fs::write(&path, config).expect("write scheduler configuration");
             cmd.arg("--scheduler-config").arg(path);
+        }
+        if self.opts.controller_manager {
+            cmd.arg("--controller-manager");
         }
         for flag in &self.opts.apiserver_args {
             cmd.arg(format!("--apiserver-arg={flag}"));

@@ -11,9 +11,11 @@
 pub mod agent;
 pub mod cluster;
 pub mod cni;
+pub mod dra;
 pub mod fabric;
 pub mod iproute2;
 pub mod k8s;
+pub mod kube_node;
 pub mod live_fabric;
 pub mod lldpd;
 pub mod loopback;
@@ -24,6 +26,20 @@ pub mod sched;
 
 pub use node::SimNode;
 pub use sandbox::Sandbox;
+
+/// Median, p90 and max of `v` (sorted in place), in ms: the benchmarks' one summary line.
+pub fn summary(v: &mut [std::time::Duration]) -> String {
+    v.sort();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    format!(
+        "median {:.2} ms, p90 {:.2} ms, max {:.2} ms (n={})",
+        ms(at(0.5)),
+        ms(at(0.9)),
+        ms(v[v.len() - 1]),
+        v.len()
+    )
+}
 
 /// Fails the test loudly unless it runs as root: this tier needs real namespaces.
 pub fn require_root() {

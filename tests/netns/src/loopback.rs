@@ -4,7 +4,7 @@
 //! accepted in the namespace and forwarded from the test's namespace; nothing else crosses.
 
 use std::io;
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
@@ -18,11 +18,19 @@ pub struct LoopbackBridge {
 impl LoopbackBridge {
     /// Listens on `127.0.0.1:port` inside the namespace at `netns` (its loopback must be up).
     pub fn new(netns: &std::path::Path, port: u16) -> Self {
+        Self::at(netns, SocketAddr::from(([127, 0, 0, 1], port)), port)
+    }
+
+    /// Listens on `listen` inside the namespace at `netns` (the address must be one of the
+    /// namespace's) and forwards to the test's `127.0.0.1:port`: e.g. a node's
+    /// `10.96.0.1:443`, the `kubernetes` Service's address that in-cluster clients dial, where
+    /// kube-proxy would forward to the API server.
+    pub fn at(netns: &std::path::Path, listen: SocketAddr, port: u16) -> Self {
         let ns = NetNs::open(netns).unwrap_or_else(|e| panic!("open {}: {e}", netns.display()));
         let listener = ns
-            .run(|| TcpListener::bind(("127.0.0.1", port)))
+            .run(|| TcpListener::bind(listen))
             .unwrap_or_else(|e| panic!("enter {}: {e}", netns.display()))
-            .unwrap_or_else(|e| panic!("listen on 127.0.0.1:{port} in {}: {e}", netns.display()));
+            .unwrap_or_else(|e| panic!("listen on {listen} in {}: {e}", netns.display()));
         let listener = Arc::new(listener);
         let accepting = Arc::clone(&listener);
         // The accepting thread is the test's, so its connects leave from the test's namespace.

@@ -67,6 +67,50 @@ pub struct SimNode {
     settings: PathBuf,
 }
 
+/// Gives namespace `node` of `sb` a simulated SR-IOV NIC: PF `pf0` (MTU 9000), a veth whose
+/// peer `swp1` is in a new namespace `leaf` (the top-of-rack switch, 10.56.0.1/24), and
+/// `num_vfs` VFs `pf0v<i>` (macvlan on `pf0`, bridge mode), described as PF [`PF_PCI`] and
+/// its VFs in a fake sysfs at `<sandbox>/sys`.
+pub fn sriov_nic(sb: &Sandbox, num_vfs: u32) -> (FakeSysfs, Vec<SimVf>) {
+    sb.netns("leaf");
+    sb.run_in(
+        "node",
+        "ip",
+        &[
+            "link", "add", "pf0", "mtu", "9000", "type", "veth", "peer", "name", "swp1", "mtu",
+            "9000",
+        ],
+    );
+    move_link(sb, "node", "swp1", "leaf");
+    sb.run_in("node", "ip", &["link", "set", "pf0", "up"]);
+    sb.run_in("leaf", "ip", &["link", "set", "swp1", "up"]);
+    sb.run_in(
+        "leaf",
+        "ip",
+        &["addr", "add", "10.56.0.1/24", "dev", "swp1"],
+    );
+
+    let sysfs = FakeSysfs::at(sb.dir().join("sys"));
+    sysfs.add_pf(PF_PCI, "pf0", num_vfs, num_vfs.max(8));
+    let mut vfs = Vec::new();
+    for i in 0..num_vfs {
+        let name = format!("pf0v{i}");
+        let mac = format!("02:5f:00:00:{:02x}:{:02x}", i / 256, i % 256);
+        sb.run_in(
+            "node",
+            "ip",
+            &[
+                "link", "add", "link", "pf0", "name", &name, "address", &mac, "type", "macvlan",
+                "mode", "bridge",
+            ],
+        );
+        let pci = vf_pci(i);
+        sysfs.add_vf(PF_PCI, i, &pci, Some(&name), "mlx5_core");
+        vfs.push(SimVf { pci, name, mac });
+    }
+    (sysfs, vfs)
+}
+
 /// The PCI address of VF `i`: functions 2-7 of device 0, then 8 per device.
 fn vf_pci(i: u32) -> String {
     let n = i + 2;
@@ -79,42 +123,7 @@ impl SimNode {
         cni::require_debian_plugin("host-local");
         let sb = Sandbox::new(test);
         sb.netns("node");
-        sb.netns("leaf");
-        sb.run_in(
-            "node",
-            "ip",
-            &[
-                "link", "add", "pf0", "mtu", "9000", "type", "veth", "peer", "name", "swp1", "mtu",
-                "9000",
-            ],
-        );
-        move_link(&sb, "node", "swp1", "leaf");
-        sb.run_in("node", "ip", &["link", "set", "pf0", "up"]);
-        sb.run_in("leaf", "ip", &["link", "set", "swp1", "up"]);
-        sb.run_in(
-            "leaf",
-            "ip",
-            &["addr", "add", "10.56.0.1/24", "dev", "swp1"],
-        );
-
-        let sysfs = FakeSysfs::at(sb.dir().join("sys"));
-        sysfs.add_pf(PF_PCI, "pf0", num_vfs, num_vfs.max(8));
-        let mut vfs = Vec::new();
-        for i in 0..num_vfs {
-            let name = format!("pf0v{i}");
-            let mac = format!("02:5f:00:00:{:02x}:{:02x}", i / 256, i % 256);
-            sb.run_in(
-                "node",
-                "ip",
-                &[
-                    "link", "add", "link", "pf0", "name", &name, "address", &mac, "type",
-                    "macvlan", "mode", "bridge",
-                ],
-            );
-            let pci = vf_pci(i);
-            sysfs.add_vf(PF_PCI, i, &pci, Some(&name), "mlx5_core");
-            vfs.push(SimVf { pci, name, mac });
-        }
+        let (sysfs, vfs) = sriov_nic(&sb, num_vfs);
 
         let state_dir = sb.dir().join("state");
         let ipam_dir = sb.dir().join("ipam");

@@ -129,12 +129,31 @@ impl Sandbox {
     /// and by the sweep after a killed run. For processes whose handle the caller keeps
     /// ([`Sandbox::spawn`] records its own).
     pub fn record_pid(&self, pid: u32) {
-        let Some(identity) = process_identity(pid) else {
-            return; // Already gone.
-        };
-        let mut pids = fs::read_to_string(self.dir.join("pids")).unwrap_or_default();
-        pids.push_str(&format!("{identity}\n"));
-        fs::write(self.dir.join("pids"), pids).expect("record child pid");
+        self.record_line(
+            "pids",
+            &match process_identity(pid) {
+                Some(identity) => identity,
+                None => return, // Already gone.
+            },
+        );
+    }
+
+    /// Records the cgroup `name` (a directory directly under every cgroup v1 hierarchy and
+    /// the unified one, e.g. a node's kubelet root): every process in it or below is killed
+    /// with the sandbox's and its directories are removed, on drop and by the sweep after a
+    /// killed run.
+    pub fn record_cgroup(&self, name: &str) {
+        assert!(
+            !name.is_empty() && !name.contains('/') && name != "." && name != "..",
+            "a cgroup directly under the hierarchies' roots: {name:?}"
+        );
+        self.record_line("cgroups", name);
+    }
+
+    fn record_line(&self, file: &str, line: &str) {
+        let mut lines = fs::read_to_string(self.dir.join(file)).unwrap_or_default();
+        lines.push_str(&format!("{line}\n"));
+        fs::write(self.dir.join(file), lines).expect("record in the sandbox");
     }
 }
 
@@ -149,10 +168,36 @@ impl Drop for Sandbox {
     }
 }
 
-/// Kills every process recorded in `dir` that is still the one recorded, and every process
-/// left in one of its network namespaces (helpers the recorded ones started: an LLDP sender,
-/// a plugin's announcement helper), then waits until they are gone.
+/// Kills every process recorded in `dir` that is still the one recorded, every process left
+/// in one of its network or mount namespaces (helpers the recorded ones started: an LLDP
+/// sender, a plugin's announcement helper, a node's container shims) and every process in its
+/// recorded cgroups (a node's containers, which live in namespaces of their own), then waits
+/// until they are gone.
 fn kill_everything_of(dir: &Path) {
+    let cgroups: Vec<String> = fs::read_to_string(dir.join("cgroups"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    // Members first and until none is left: a member may fork while it is being killed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let members: Vec<i32> = cgroups
+            .iter()
+            .flat_map(|c| cgroup_members(c))
+            .filter(|pid| !is_zombie(*pid))
+            .collect();
+        if members.is_empty() || std::time::Instant::now() > deadline {
+            break;
+        }
+        for pid in members {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let recorded = fs::read_to_string(dir.join("pids")).unwrap_or_default();
     let mut victims: Vec<i32> = recorded
         .lines()
@@ -190,8 +235,8 @@ fn is_zombie(pid: i32) -> bool {
         .unwrap_or(true)
 }
 
-/// Processes (other than this one) whose network namespace is one of the namespaces bound
-/// under `ns_dir`.
+/// Processes (other than this one) whose network or mount namespace is one of the namespaces
+/// bound under `ns_dir`.
 pub fn holders_of_namespaces(ns_dir: &Path) -> Vec<i32> {
     use std::os::unix::fs::MetadataExt as _;
     let ours: Vec<(u64, u64)> = fs::read_dir(ns_dir)
@@ -212,8 +257,10 @@ pub fn holders_of_namespaces(ns_dir: &Path) -> Vec<i32> {
                 .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
                 .filter(|pid| *pid != me)
                 .filter(|pid| {
-                    fs::metadata(format!("/proc/{pid}/ns/net"))
-                        .is_ok_and(|m| ours.contains(&(m.dev(), m.ino())))
+                    ["net", "mnt"].iter().any(|kind| {
+                        fs::metadata(format!("/proc/{pid}/ns/{kind}"))
+                            .is_ok_and(|m| ours.contains(&(m.dev(), m.ino())))
+                    })
                 })
                 .collect()
         })
@@ -256,8 +303,79 @@ fn process_identity(pid: u32) -> Option<String> {
 fn clean_dir(dir: &Path) {
     if let Ok(entries) = fs::read_dir(dir.join("ns")) {
         for entry in entries.flatten() {
+            // Network and mount namespaces alike: unmount the pin, remove the file.
             let _ = NetNs::remove_at(entry.path());
         }
     }
+    for cgroup in fs::read_to_string(dir.join("cgroups"))
+        .unwrap_or_default()
+        .lines()
+    {
+        remove_cgroup(cgroup);
+    }
     let _ = fs::remove_dir_all(dir);
+}
+
+/// The cgroup hierarchies mounted under `/sys/fs/cgroup`: every v1 controller's and the unified
+/// one on a hybrid host such as this project's machines, or `/sys/fs/cgroup` itself on a
+/// unified-only host.
+pub fn cgroup_hierarchies() -> Vec<PathBuf> {
+    let root = Path::new("/sys/fs/cgroup");
+    if root.join("cgroup.procs").exists() {
+        return vec![root.to_owned()];
+    }
+    let mut found: Vec<PathBuf> = fs::read_dir(root)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.join("cgroup.procs").exists())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// Every process in cgroup `name` or below it, in any hierarchy.
+pub fn cgroup_members(name: &str) -> Vec<i32> {
+    fn walk(dir: &Path, out: &mut Vec<i32>) {
+        out.extend(
+            fs::read_to_string(dir.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse::<i32>().ok()),
+        );
+        if let Ok(entries) = fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    walk(&entry.path(), out);
+                }
+            }
+        }
+    }
+    let mut pids = Vec::new();
+    for hierarchy in cgroup_hierarchies() {
+        walk(&hierarchy.join(name), &mut pids);
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// Removes cgroup `name` and everything below it from every hierarchy (its processes must be
+/// gone: a cgroup with members cannot be removed).
+pub fn remove_cgroup(name: &str) {
+    fn remove(dir: &Path) {
+        if let Ok(entries) = fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    remove(&entry.path());
+                }
+            }
+        }
+        let _ = fs::remove_dir(dir);
+    }
+    for hierarchy in cgroup_hierarchies() {
+        remove(&hierarchy.join(name));
+    }
 }
