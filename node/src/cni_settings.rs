@@ -158,11 +158,18 @@ impl Settings {
     /// keys, wrong types and relative directories are refused. Ownership is [`Settings::load`]'s
     /// concern: the installer checks a ConfigMap's bytes before they become a root-owned file.
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Self, SettingsError> {
-        let settings: Settings =
-            serde_json::from_slice(bytes).map_err(|reason| SettingsError::Malformed {
-                path: path.to_owned(),
-                reason,
-            })?;
+        let malformed = |reason| SettingsError::Malformed {
+            path: path.to_owned(),
+            reason,
+        };
+        // An object and nothing else: serde would also take `[]` as a struct of defaults.
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(malformed)?;
+        if !value.is_object() {
+            return Err(malformed(serde::de::Error::custom(
+                "the settings are not a JSON object",
+            )));
+        }
+        let settings: Settings = serde_json::from_value(value).map_err(malformed)?;
         for (key, dir) in [
             ("stateDir", Some(&settings.state_dir)),
             ("sysfsRoot", Some(&settings.sysfs_root)),
