@@ -101,14 +101,21 @@ async fn run(flags: Flags, config: Config) -> anyhow::Result<()> {
         timing,
         metrics,
     ));
-    tokio::select! {
-        () = shutdown.wait() => {}
-        _ = &mut main_loop => tracing::error!("the controller loop ended"),
+    // The loop also watches the shutdown signal, so both may be ready at once: a loop that
+    // ended is never polled again, and only an end without a signal is an error.
+    let ended = tokio::select! {
+        () = shutdown.wait() => false,
+        _ = &mut main_loop => true,
+    };
+    if ended && !shutdown.is_stopping() {
+        tracing::error!("the controller loop ended");
     }
     shutdown.trigger();
     // Writing ends before the Lease goes, so no write can follow the release.
-    main_loop.abort();
-    let _ = main_loop.await;
+    if !ended {
+        main_loop.abort();
+        let _ = main_loop.await;
+    }
     for w in watches {
         w.abort();
     }

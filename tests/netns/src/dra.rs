@@ -8,8 +8,8 @@
 //! choosing, as the kernel lays sysfs out (`bus/pci/devices/<bdf>` linking into
 //! `devices/pci<root>/...`). Its place in the fabric is what the fabric controller would have
 //! told it: the `NodeFabric`'s status labels (tier and rail leaves), written as the controller
-//! writes them, and each NIC's LLDP neighbour, carried over from the published report as a
-//! restarted agent carries it (the LLDP path itself is the subject of `fabric_live`).
+//! writes them, and each NIC's LLDP neighbour: carried over from the published report as a
+//! restarted agent carries it, then heard from the leaf's own LLDP (each leaf port sends it).
 
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -214,6 +214,17 @@ pub struct DraNode {
     pub rails: u8,
     /// VFs per NIC.
     pub vfs: u32,
+    /// Each rail's leaf port sending LLDP.
+    leaves: Vec<Child>,
+}
+
+impl Drop for DraNode {
+    fn drop(&mut self) {
+        for leaf in &mut self.leaves {
+            let _ = leaf.kill();
+            let _ = leaf.wait();
+        }
+    }
 }
 
 impl DraNode {
@@ -277,7 +288,15 @@ impl DraNode {
                 .unwrap();
             place(&admin, name, rails, placement).await;
         });
-        Self { agent, rails, vfs }
+        let leaves = (0..rails)
+            .map(|k| leaf_sends_lldp(&agent, k, placement))
+            .collect();
+        Self {
+            agent,
+            rails,
+            vfs,
+            leaves,
+        }
     }
 
     /// The node's name.
@@ -291,8 +310,32 @@ impl DraNode {
     }
 }
 
-/// The node's report with each NIC's leaf as LLDP neighbour (long TTL), and the status the
-/// fabric controller writes for it (its labels).
+/// Rail `k`'s leaf port (`swp<k+1>` in the node's leaf namespace) advertises the leaf that
+/// `placement` names, every second, for as long as the node's sandbox lives.
+fn leaf_sends_lldp(agent: &AgentNode, k: u8, placement: &Placement) -> Child {
+    let sb = &agent.node.sb;
+    let child = Command::new(crate::cni::spinelctl_binary())
+        .args(["lldp", "send", "--netns"])
+        .arg(sb.netns_path("leaf"))
+        .args(["--iface", &format!("swp{}", k + 1)])
+        .args(["--chassis-id", &format!("0c:42:a1:00:{k:02x}:01")])
+        .args(["--chassis-id-subtype", "mac"])
+        .args(["--port-id", &format!("Ethernet{}", 4 * u32::from(k))])
+        .args(["--port-id-subtype", "ifname", "--system-name"])
+        .arg(placement.leaf_name(k))
+        .args(["--capabilities", "bridge,router", "--tx-interval", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn spinelctl lldp send");
+    sb.record_pid(child.id());
+    child
+}
+
+/// The node's report with each NIC's leaf as LLDP neighbour, as the node's previous agent run
+/// published it (so the agent starts from it), and the status the fabric controller writes
+/// for it (its labels). The leaves' own LLDP keeps the neighbours from then on.
 async fn place(admin: &kube::Client, node: &str, rails: u8, placement: &Placement) {
     let ports = (0..rails)
         .map(|k| {
@@ -330,7 +373,8 @@ async fn place(admin: &kube::Client, node: &str, rails: u8, placement: &Placemen
     let fabrics = Api::<NodeFabric>::all(admin.clone());
     let report = json!({
         "apiVersion": "fabric.spinel.dev/v1alpha1", "kind": "NodeFabric",
-        "metadata": {"name": node},
+        "metadata": {"name": node, "annotations": {
+            spinel_api::crd::LISTENING_SINCE_ANNOTATION: "2026-01-01T00:00:00Z"}},
         "spec": {"nodeName": node, "nics": nics, "lldp": table},
     });
     fabrics
