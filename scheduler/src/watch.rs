@@ -10,16 +10,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
 use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use kube::api::{
     Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams, PostParams, Preconditions,
 };
 use kube::runtime::WatchStreamExt as _;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use serde_json::json;
+use spinel_kube::events::{EventSpec, Reporter, event_name, pod_ref};
 use tokio::sync::oneshot;
 
 use crate::metrics::Metrics;
@@ -200,10 +201,12 @@ pub async fn expire_loop(
     }
 }
 
-/// Writes to the API server: pod annotations (merge patch), Events (events.k8s.io), Bindings.
+/// Writes to the API server: pod annotations (merge patch), Events (events.k8s.io, each told
+/// once: the same reason and note for the same pod is one Event, also across replicas),
+/// Bindings.
 pub struct KubePublisher {
     client: Client,
-    recorder: Recorder,
+    reporter: Reporter,
 }
 
 impl KubePublisher {
@@ -211,22 +214,9 @@ impl KubePublisher {
     pub fn new(client: Client, instance: Option<String>) -> KubePublisher {
         let reporter = Reporter {
             controller: "spinel-scheduler".to_owned(),
-            instance,
+            instance: instance.unwrap_or_else(|| "spinel-scheduler".to_owned()),
         };
-        KubePublisher {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-        }
-    }
-}
-
-fn pod_ref(namespace: &str, pod: &str) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".to_owned()),
-        kind: Some("Pod".to_owned()),
-        name: Some(pod.to_owned()),
-        namespace: Some(namespace.to_owned()),
-        ..ObjectReference::default()
+        KubePublisher { client, reporter }
     }
 }
 
@@ -246,17 +236,17 @@ impl Publisher for KubePublisher {
     }
 
     fn event(&self, namespace: &str, pod: &str, reason: &str, message: &str) {
-        let recorder = self.recorder.clone();
-        let reference = pod_ref(namespace, pod);
-        let event = Event {
-            type_: EventType::Warning,
+        let spec = EventSpec {
+            name: event_name(pod, &format!("{reason}\u{1f}{message}")),
+            regarding: pod_ref(namespace, pod, None),
+            warning: true,
             reason: reason.to_owned(),
-            note: Some(message.chars().take(1000).collect()),
             action: "Scheduling".to_owned(),
-            secondary: None,
+            note: message.to_owned(),
         };
+        let (client, reporter) = (self.client.clone(), self.reporter.clone());
         tokio::spawn(async move {
-            if let Err(e) = recorder.publish(&event, &reference).await {
+            if let Err(e) = reporter.tell(&client, &spec).await {
                 tracing::warn!(error = %e, "recording an event failed");
             }
         });
@@ -291,12 +281,19 @@ impl Publisher for KubePublisher {
     ) -> BindFuture<'a> {
         Box::pin(async move {
             let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-            let binding = json!({
-                "apiVersion": "v1",
-                "kind": "Binding",
-                "metadata": {"name": pod, "uid": uid},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-            });
+            let binding = Binding {
+                metadata: ObjectMeta {
+                    name: Some(pod.to_owned()),
+                    uid: Some(uid.to_owned()),
+                    ..ObjectMeta::default()
+                },
+                target: ObjectReference {
+                    api_version: Some("v1".to_owned()),
+                    kind: Some("Node".to_owned()),
+                    name: Some(node.to_owned()),
+                    ..ObjectReference::default()
+                },
+            };
             api.create_subresource::<_, serde_json::Value>(
                 "binding",
                 pod,

@@ -67,7 +67,6 @@ fn rbac_grants_only_what_the_scheduler_uses() {
             "coordination.k8s.io/leases:get",
             "coordination.k8s.io/leases:update",
             "events.k8s.io/events:create",
-            "events.k8s.io/events:patch",
             "scheduling.k8s.io/podgroups:get",
             "scheduling.k8s.io/podgroups:list",
             "scheduling.k8s.io/podgroups:watch",
