@@ -194,7 +194,9 @@ impl LldpPorts {
             tokio::select! {
                 () = &mut stop => break Ok(()),
                 () = tokio::time::sleep_until(wake.into()) => {}
-                frame = rx.recv() => match frame {
+                // Without a port there is nothing to read, but the loop still runs until told
+                // to stop: a node with no RoCE NIC keeps its agent (its report says so).
+                frame = rx.recv(), if !readers.is_empty() => match frame {
                     Some((i, Ok(bytes))) => {
                         if let ControlFlow::Break(()) = self.receive(i, &bytes, &mut on_event) {
                             break Ok(());
@@ -299,5 +301,25 @@ async fn read_frames(
         if tx.send((index, item)).await.is_err() || failed {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A node without RoCE NICs: the loop runs until it is told to stop, never ends by itself.
+    #[tokio::test]
+    async fn without_ports_the_loop_runs_until_stopped() {
+        let mut ports = LldpPorts::new(Vec::new(), 32).expect("no sockets to wrap");
+        let stop = tokio::time::sleep(Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        ports
+            .run(stop, |_, _| ControlFlow::Continue(()))
+            .await
+            .expect("a clean stop");
+        assert!(started.elapsed() >= Duration::from_millis(300));
     }
 }
