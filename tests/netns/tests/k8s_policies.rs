@@ -9,7 +9,10 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, EvictParams, Patch, PatchParams, PostParams,
+};
 use serde_json::{Value, json};
 use spinel_netns_tests::cluster::{self, NAMESPACE, agent_token, register_node};
 use spinel_netns_tests::k8s::{
@@ -809,6 +812,30 @@ async fn lease_and_pod_cases(cp: &ControlPlane, admin: &kube::Client) -> Vec<Str
         {
             Err(kube::Error::Api(s)) if s.code == 403 => {}
             other => wrong.push(format!("{who} deletes a Lease: got {:?}", other.map(drop))),
+        }
+    }
+    // Evictions: the scheduler evicts the bound pods of a stranded gang; nobody else may.
+    for (who, client, allowed) in [
+        ("controller", &controller, false),
+        ("scheduler", &scheduler, true),
+    ] {
+        let name = format!("evictee-{who}");
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "example.com/c:1"}]},
+        }))
+        .unwrap();
+        Api::<Pod>::namespaced(admin.clone(), "default")
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap();
+        let got = Api::<Pod>::namespaced(client.clone(), "default")
+            .evict(&name, &EvictParams::default())
+            .await;
+        match (&got, allowed) {
+            (Ok(_), true) => {}
+            (Err(kube::Error::Api(s)), false) if s.code == 403 => {}
+            _ => wrong.push(format!("{who} evicts a pod: got {:?}", got.map(drop))),
         }
     }
     wrong
