@@ -4,6 +4,7 @@
 #   deploy/namespace.yaml, deploy/{agent,controller,scheduler}/*.yaml  one per chart template
 #   deploy/scheduler/rbac-bind.yaml               its template with scheduler.bind=true (the
 #                                                 chart grants pods/binding only then)
+#   deploy/dra/*.yaml                             the DRA driver's objects, dra.enabled=true
 #   deploy/scheduler/kube-scheduler-config.yaml   the KubeSchedulerConfiguration of its ConfigMap
 #   deploy/monitoring/spinel-alerts.rules.yaml    the PrometheusRule's rules, as a plain rules file
 #   deploy/monitoring/spinel-dashboard.json       the chart's Grafana dashboard
@@ -34,6 +35,9 @@ trap 'rm -rf "$out"' EXIT
   --show-only templates/monitoring/prometheusrule.yaml > "$out/rules.yaml"
 "$helm" template spinel "$chart" --set scheduler.bind=true \
   --show-only templates/scheduler/rbac-bind.yaml > "$out/bind.yaml"
+"$helm" template spinel "$chart" --set dra.enabled=true --show-only templates/dra/rbac.yaml \
+  --show-only templates/dra/admission-policy.yaml --show-only templates/dra/device-classes.yaml \
+  > "$out/dra.yaml"
 python3 - "$out" "$chart" <<'EOF'
 import json, os, re, sys
 out, chart = sys.argv[1], sys.argv[2]
@@ -53,6 +57,9 @@ split("default.yaml")
 if "scheduler/rbac-bind.yaml" in files:
     sys.exit("render-deploy.sh: the default values grant pods/binding (scheduler.bind is false)")
 split("bind.yaml")
+if any(k.startswith("dra/") for k in files):
+    sys.exit("render-deploy.sh: the default values render the DRA driver (dra.enabled is false)")
+split("dra.yaml")
 gen = os.path.join(out, "deploy")
 def write(rel, content):
     path = os.path.join(gen, rel)
@@ -80,7 +87,7 @@ write("monitoring/spinel-dashboard.json", dash)
 EOF
 
 # What render-deploy.sh owns in deploy/: every file it writes, and nothing else in these paths.
-owned() { (cd "$1" && find namespace.yaml agent controller scheduler monitoring -type f 2>/dev/null \
+owned() { (cd "$1" && find namespace.yaml agent controller scheduler monitoring dra -type f 2>/dev/null \
   | grep -v '^controller/switch-tables.sample.yaml$' | sort); }
 if $check; then
   stale=()

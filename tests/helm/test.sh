@@ -24,12 +24,14 @@ ok() { pass=$((pass + 1)); echo "ok - $*"; }
 
 # --- the chart -----------------------------------------------------------------------------
 "$helm" lint --strict "$chart" >/dev/null || fail "helm lint --strict failed"
-# The two non-default value sets: another namespace, prefix, shielding and NICs; monitoring on.
+# The two non-default value sets: another namespace, prefix, shielding, NICs and the DRA driver;
+# monitoring on.
 cat > "$work/other.yaml" <<'EOF'
 namespace: {name: roce-system}
 labelPrefix: fabric.example.com/
 image: {repository: registry.example.com/ml/spinel, tag: 0.1.0-rc.1, pullPolicy: Always, pullSecrets: [{name: regcred}]}
 agent: {nics: "pattern:ens*np*", shielding: true, minSpeedMbps: 200000, minMtu: 4200, tolerations: [{key: gpu, operator: Exists}]}
+dra: {enabled: true}
 cni: {binDir: /var/lib/cni/bin, force: true, settings: {logLevel: info, lockTimeoutMs: 20000}}
 controller: {replicas: 3}
 scheduler: {replicas: 1, bind: true, weight: 10, resource: amd.com/gpu}
@@ -55,6 +57,14 @@ grep -q "'fabric.example.com/'" "$work/other.rendered.yaml" && grep -q -- '--lab
   || fail "the label prefix does not reach the admission policy and the components"
 grep -q 'taint: true' "$work/other.rendered.yaml" && grep -q -- '- --force' "$work/other.rendered.yaml" \
   && grep -q 'path: /var/lib/cni/bin' "$work/other.rendered.yaml" || fail "shielding, CNI force or binDir not rendered"
+# The DRA driver only when asked for: its RBAC, admission policy, DeviceClasses, the agent's
+# configuration and the kubelet plugin's host paths.
+for want in 'kind: DeviceClass' 'name: spinel-agent-own-resourceslices' "'system:serviceaccount:roce-system:spinel-agent'" \
+            'mountPath: /var/lib/kubelet/plugins_registry' 'path: /var/run/cdi'; do
+  grep -q -- "$want" "$work/other.rendered.yaml" || fail "dra.enabled does not render: $want"
+done
+grep -A1 '^    dra:' "$work/other.rendered.yaml" | grep -q 'enabled: true' || fail "dra.enabled does not reach the agent's configuration"
+! grep -q 'resource.k8s.io\|plugins_registry' "$work/default.rendered.yaml" || fail "the default values render the DRA driver"
 # Values the schema refuses, and the stubbed TLS, fail with their names.
 out=$("$helm" template spinel "$chart" --set agent.shieldingg=true 2>&1) && fail "an unknown value was accepted"
 grep -q shieldingg <<<"$out" || fail "an unknown value's error does not name it: $out"
@@ -80,7 +90,9 @@ ok "deploy/ is the chart's rendering; every manifest names ghcr.io/spinel-dev/sp
 venv=target/kubernetes-validate
 if [ -x "$venv/bin/kubernetes-validate" ]; then
   for set in default other monitoring; do
-    out=$("$venv/bin/kubernetes-validate" --strict --quiet -k 1.33.0 "$work/$set.rendered.yaml" 2>&1) || fail "kubernetes-validate ($set): $out"
+    # The DRA driver's objects (resource.k8s.io/v1, in "other") need 1.34 or newer.
+    version=1.33.0; [ $set = other ] && version=1.34.0
+    out=$("$venv/bin/kubernetes-validate" --strict --quiet -k "$version" "$work/$set.rendered.yaml" 2>&1) || fail "kubernetes-validate ($set): $out"
     unknown=$(grep -v "kind \(PrometheusRule\|PodMonitor\|CustomResourceDefinition\)" <<<"$out" | grep . || true)
     [ -z "$unknown" ] || fail "kubernetes-validate ($set): $unknown"
   done
