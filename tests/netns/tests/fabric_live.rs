@@ -580,7 +580,7 @@ async fn label_changes(
     }
 }
 
-/// 3b. A rolling update of the DaemonSet: every agent stopped (SIGTERM; one SIGKILL) and
+/// 3a. A rolling update of the DaemonSet: every agent stopped (SIGTERM; one SIGKILL) and
 ///     started again, one after another. No Node label flaps, no controller write (HyperNodes,
 ///     Topology, Fabric, NodeFabric statuses), no Event: a restarted agent publishes what its
 ///     predecessor did until LLDP tells it otherwise.
@@ -648,7 +648,7 @@ fn forged_report(nics: &[String], ports: Vec<(String, Vec<Value>)>) -> Value {
     })
 }
 
-/// 3a. One lying node bends nothing for the others: with h1's own token (a compromised agent
+/// 3b. One lying node bends nothing for the others: with h1's own token (a compromised agent
 ///     pod has it), h1 publishes the reports found against the live controller: a fake first
 ///     leaf plus a third NIC on another group's leaf; 40 NICs each seeing leaf1's chassis
 ///     under another name; an observer chassis equal to a leaf's; a junk flood (refused by
@@ -858,7 +858,7 @@ fn leaf_frame(chassis: [u8; 6], name: &str, port: &str, ttl: u16) -> Vec<u8> {
     .unwrap()
 }
 
-/// 3b. Forged LLDP on a cable, from the leaf end of h1's first one: a 10,000-chassis flood
+/// 3c. Forged LLDP on a cable, from the leaf end of h1's first one: a 10,000-chassis flood
 ///     (TTL 5), then LLDPDUs with TTL 0 carrying leaf1's own MSAP on that port, 20 a second
 ///     for 5 s. At no moment does another node's label change; h1 comes back whole.
 async fn forged_frames_bend_nothing(w: &World, first: &Value) -> Value {
