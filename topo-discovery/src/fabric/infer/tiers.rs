@@ -115,6 +115,14 @@ fn hostless_leaves(switches: &[Switch], adjacency: &[Vec<u32>], is_leaf: &[bool]
 
 /// Per switch: whether it is a leaf (see [`tiers`]).
 fn leaves(n_switches: usize, hosts: &[Host], adjacency: &[Vec<u32>]) -> Vec<bool> {
+    let hosts_on = hosts_on(n_switches, hosts);
+    (0..n_switches)
+        .map(|s| is_leaf(&hosts_on, adjacency, s))
+        .collect()
+}
+
+/// Per switch: how many distinct hosts are cabled to it.
+pub(super) fn hosts_on(n_switches: usize, hosts: &[Host]) -> Vec<u32> {
     let mut hosts_on = vec![0u32; n_switches];
     let mut on: Vec<u32> = Vec::new();
     for h in hosts {
@@ -130,9 +138,7 @@ fn leaves(n_switches: usize, hosts: &[Host], adjacency: &[Vec<u32>]) -> Vec<bool
             hosts_on[s as usize] += 1;
         }
     }
-    (0..n_switches)
-        .map(|s| is_leaf(&hosts_on, adjacency, s))
-        .collect()
+    hosts_on
 }
 
 /// The leaf rule for one switch, from the distinct hosts cabled to each switch.

@@ -160,20 +160,6 @@ impl Trace {
         for s in &mut self.spare {
             s.sort_by(|a, b| natural_cmp(a, b));
         }
-        self.hosts_pre = vec![0; n_switches];
-        let mut on: Vec<u32> = Vec::new();
-        for h in hosts {
-            on.clear();
-            on.extend(
-                h.nics
-                    .iter()
-                    .filter_map(|n| n.link.as_ref().map(|l| l.switch.0)),
-            );
-            on.sort_unstable();
-            on.dedup();
-            for &s in &on {
-                self.hosts_pre[s as usize] += 1;
-            }
-        }
+        self.hosts_pre = super::tiers::hosts_on(n_switches, hosts);
     }
 }
