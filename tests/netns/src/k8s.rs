@@ -439,3 +439,21 @@ pub fn client_with_token(server: &str, ca_file: &Path, token: &str) -> kube::Cli
     config.auth_info.token = Some(token.to_owned().into());
     kube::Client::try_from(config).expect("build token client")
 }
+
+/// RFC 7386 (JSON merge patch): `patch` merged into `target`, as the API server applies it;
+/// what a policy test expects an object to become.
+pub fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    use serde_json::Value;
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else {
+                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+        }
+        (t, p) => *t = p.clone(),
+    }
+}

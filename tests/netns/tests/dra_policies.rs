@@ -14,7 +14,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use spinel_netns_tests::cluster::{self, NAMESPACE, agent_token, register_node};
 use spinel_netns_tests::k8s::{
-    ControlPlane, ControlPlaneOptions, client_with_token, pod_bound_token,
+    ControlPlane, ControlPlaneOptions, client_with_token, merge, pod_bound_token,
 };
 use spinel_netns_tests::require_root;
 
@@ -126,21 +126,6 @@ fn strip_nulls(mut v: Value) -> Value {
         }
     }
     v
-}
-
-fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(t), Value::Object(p)) => {
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        (t, p) => *t = p.clone(),
-    }
 }
 
 const VERBS: [&str; 5] = ["update", "merge", "strategic", "json", "apply"];

@@ -16,7 +16,7 @@ use kube::api::{
 use serde_json::{Value, json};
 use spinel_netns_tests::cluster::{self, NAMESPACE, agent_token, register_node};
 use spinel_netns_tests::k8s::{
-    ControlPlane, ControlPlaneOptions, client_with_token, service_account_token,
+    ControlPlane, ControlPlaneOptions, client_with_token, merge, service_account_token,
 };
 
 /// How a write is sent.
@@ -68,22 +68,6 @@ fn leases() -> ApiResource {
 
 fn pods() -> ApiResource {
     resource("", "v1", "Pod", "pods")
-}
-
-/// RFC 7386 merge of `patch` into `target`.
-fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(t), Value::Object(p)) => {
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        (t, p) => *t = p.clone(),
-    }
 }
 
 /// JSON Patch operations that turn `current` into `current` merged with `patch`.
