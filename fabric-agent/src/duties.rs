@@ -12,7 +12,7 @@ use hostnet::netns::NetNs;
 use hostnet::rtnl::{Events, Rtnl};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
-use spinel_api::crd::NodeFabric;
+use spinel_api::crd::NodeFabricStatus;
 use spinel_kube::shutdown::Shutdown;
 use spinel_node::lldp::Event;
 use spinel_wire::lldp::RemoteTable;
@@ -27,7 +27,7 @@ use crate::metrics::Metrics;
 use crate::probes::{AgentHealth, Probes};
 use crate::readings::Reader;
 use crate::report::Observation;
-use crate::shielding::{self, Shielding};
+use crate::shielding::Shielding;
 
 /// The running duties.
 pub struct Running {
@@ -62,6 +62,7 @@ pub fn start(
     client: kube::Client,
     observation: Arc<watch::Sender<Observation>>,
     metrics: Metrics,
+    status: watch::Receiver<Option<NodeFabricStatus>>,
     shutdown: Shutdown,
 ) -> Running {
     let d = &config.duties;
@@ -103,18 +104,12 @@ pub fn start(
         probes.routes.store(true, Ordering::Relaxed);
     }
 
-    let (cabling_tx, cabling_rx) = watch::channel(Vec::new());
-    tasks.push(tokio::spawn(shielding::watch_cabling(
-        Api::<NodeFabric>::all(client.clone()),
-        config.node_name.clone(),
-        cabling_tx,
-    )));
     let shielding = Shielding {
         settings: d.health.clone(),
         node: config.node_name.clone(),
         nodes: Api::<Node>::all(client),
         observation: Arc::clone(&observation),
-        cabling: cabling_rx,
+        status,
         reader: Reader::spawn(
             Arc::clone(&kernel.ns),
             config.sysfs_root.clone(),

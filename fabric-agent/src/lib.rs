@@ -40,6 +40,7 @@ pub mod metrics;
 pub mod node_condition;
 pub mod node_labels;
 pub mod observe;
+pub mod own_status;
 pub mod probes;
 pub mod readings;
 pub mod report;
@@ -234,7 +235,14 @@ async fn serve(
         config.labels.clone(),
         republish,
     ));
-    let driver = dra::start(&config, &client, &tx);
+    // The node's NodeFabric status, for the health pass and the DRA driver: one watch.
+    let (status_tx, status) = watch::channel(None);
+    let own_status = tokio::spawn(own_status::watch(
+        Api::<NodeFabric>::all(client.clone()),
+        node.clone(),
+        status_tx,
+    ));
+    let driver = dra::start(&config, &client, &tx, status.clone());
     let metrics = metrics::Metrics::new(config.sysfs_root.clone(), ethtool);
     // The CNI's journal, where its own settings put it (read as the CNI reads them).
     let settings_path = std::env::var(cni_settings::PATH_ENV).ok();
@@ -248,6 +256,7 @@ async fn serve(
         client,
         Arc::clone(&tx),
         metrics.clone(),
+        status,
         shutdown.clone(),
     );
     let on_event = duties::counting_lldp(metrics, observe::on_lldp_event(&node, &tx));
@@ -262,6 +271,7 @@ async fn serve(
     }
     publisher.abort();
     labeler.abort();
+    own_status.abort();
     let _ = nic_watch.join();
     if let Some(plugin) = device_plugin {
         // It stops on the same shutdown, removing its sockets.

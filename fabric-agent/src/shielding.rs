@@ -8,12 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
-use kube::runtime::{WatchStreamExt, watcher};
-use spinel_api::crd::{CablingFinding, HealthFinding, NodeFabric};
+use spinel_api::crd::{HealthFinding, NodeFabricStatus};
 use tokio::sync::watch;
 
 use crate::metrics::{FindingLabel, Metrics};
@@ -26,30 +24,6 @@ use crate::settings::Health;
 
 /// The condition is applied again at least this often, unchanged.
 const REFRESH: Duration = Duration::from_secs(600);
-
-/// Keeps the controller's cabling findings for this node current.
-pub async fn watch_cabling(
-    fabrics: Api<NodeFabric>,
-    node: String,
-    out: watch::Sender<Vec<CablingFinding>>,
-) {
-    let config = watcher::Config::default().fields(&format!("metadata.name={node}"));
-    let stream = watcher(fabrics, config).default_backoff().applied_objects();
-    futures::pin_mut!(stream);
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(nf) => {
-                let findings = nf.status.map(|s| s.findings).unwrap_or_default();
-                out.send_if_modified(|f| {
-                    let changed = *f != findings;
-                    *f = findings;
-                    changed
-                });
-            }
-            Err(e) => tracing::warn!(node, "watching the node's NodeFabric status: {e}"),
-        }
-    }
-}
 
 /// The verdict for `findings` when the node is (or is not) ready.
 pub fn verdict(ready: bool, findings: &[HealthFinding], nics: usize) -> Verdict {
@@ -113,7 +87,7 @@ pub struct Shielding {
     /// The observation the report is made of (findings go in).
     pub observation: Arc<watch::Sender<Observation>>,
     /// The controller's cabling findings.
-    pub cabling: watch::Receiver<Vec<CablingFinding>>,
+    pub status: watch::Receiver<Option<NodeFabricStatus>>,
     /// Kernel readings.
     pub reader: Reader,
     /// Metrics.
@@ -153,7 +127,12 @@ impl Shielding {
                 )
             };
             let readings = self.reader.read(nics.clone()).await;
-            let cabling = self.cabling.borrow().clone();
+            let cabling = self
+                .status
+                .borrow()
+                .as_ref()
+                .map(|s| s.findings.clone())
+                .unwrap_or_default();
             let settled = started.elapsed() >= self.settings.neighbor_grace;
             let findings = roce_health::findings(
                 &self.settings,

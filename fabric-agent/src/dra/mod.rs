@@ -32,7 +32,7 @@ use hostnet::sriov::Sysfs;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::Api;
-use spinel_api::crd::NodeFabric;
+use spinel_api::crd::NodeFabricStatus;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -101,6 +101,7 @@ pub fn start(
     config: &AgentConfig,
     client: &kube::Client,
     observation: &Arc<watch::Sender<Observation>>,
+    status: watch::Receiver<Option<NodeFabricStatus>>,
 ) -> Option<Driver> {
     let settings = config.dra.clone()?;
     let settings_plugin = settings.kubelet_plugin.clone();
@@ -117,15 +118,9 @@ pub fn start(
     )
     .inspect_err(|e| tracing::error!("cannot start the DRA inventory thread: {e}"))
     .ok();
-    let (labels_tx, labels_rx) = watch::channel(Default::default());
     let (taints_tx, taints_rx) = watch::channel(NicTaints::new());
     let (published_tx, published_rx) = watch::channel(Vec::new());
     let mut tasks = vec![
-        tokio::spawn(publisher::watch_labels(
-            Api::<NodeFabric>::all(client.clone()),
-            node.clone(),
-            labels_tx,
-        )),
         tokio::spawn(shield_nics(
             observation.subscribe(),
             config.duties.health.clone(),
@@ -141,7 +136,7 @@ pub fn start(
             publisher::Sources {
                 observation: observation.subscribe(),
                 inventory: inventory_rx,
-                labels: labels_rx,
+                status,
                 taints: taints_rx,
             },
             published_tx,

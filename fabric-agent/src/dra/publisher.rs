@@ -5,7 +5,6 @@
 //! what [`super::slices::plan`] says, so a stable node costs the API server one list per
 //! resync.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -14,7 +13,7 @@ use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use spinel_api::crd::NodeFabric;
+use spinel_api::crd::NodeFabricStatus;
 use spinel_api::dra;
 use spinel_api::labels::LabelOptions;
 use spinel_kube::backoff::Backoff;
@@ -52,37 +51,10 @@ pub struct Sources {
     pub observation: watch::Receiver<Observation>,
     /// The PCI functions.
     pub inventory: watch::Receiver<Inventory>,
-    /// The node's labels as the controller computed them.
-    pub labels: watch::Receiver<BTreeMap<String, String>>,
+    /// The node's `NodeFabric` status: its labels as the controller computed them.
+    pub status: watch::Receiver<Option<NodeFabricStatus>>,
     /// The NICs' taints.
     pub taints: watch::Receiver<NicTaints>,
-}
-
-/// Keeps the node's labels (from its `NodeFabric` status, once the controller processed it)
-/// current in `out`.
-pub async fn watch_labels(
-    fabrics: Api<NodeFabric>,
-    node: String,
-    out: watch::Sender<BTreeMap<String, String>>,
-) {
-    let config = watcher::Config::default().fields(&format!("metadata.name={node}"));
-    let stream = watcher(fabrics, config).default_backoff().applied_objects();
-    futures::pin_mut!(stream);
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(nf) => {
-                let Some(status) = nf.status.filter(|s| s.observed_generation > 0) else {
-                    continue;
-                };
-                out.send_if_modified(|l| {
-                    let changed = *l != status.labels;
-                    *l = status.labels;
-                    changed
-                });
-            }
-            Err(e) => tracing::warn!(node, "watching the node's NodeFabric status: {e}"),
-        }
-    }
 }
 
 /// The devices for the current inputs.
@@ -94,7 +66,14 @@ pub fn desired(
 ) -> Vec<Device> {
     let observation = sources.observation.borrow();
     let table = observation.table_at(node, std::time::Instant::now());
-    let labels = sources.labels.borrow();
+    let labels = sources
+        .status
+        .borrow()
+        .as_ref()
+        // Labels only once the controller has processed a report.
+        .filter(|s| s.observed_generation > 0)
+        .map(|s| s.labels.clone())
+        .unwrap_or_default();
     let positions = devices::positions(
         &observation.nics,
         table.as_ref(),
@@ -231,7 +210,7 @@ pub async fn run(
         tokio::select! {
             r = sources.observation.changed() => if r.is_err() { return },
             r = sources.inventory.changed() => if r.is_err() { return },
-            r = sources.labels.changed() => if r.is_err() { return },
+            r = sources.status.changed() => if r.is_err() { return },
             r = sources.taints.changed() => if r.is_err() { return },
             event = events.next() => match event {
                 // Someone (we, or another) wrote or deleted one of the node's slices: compare.
