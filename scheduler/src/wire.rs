@@ -66,9 +66,16 @@ pub struct ExtenderArgs<'a> {
     pub node_names: Option<&'a RawValue>,
 }
 
+/// One name of a `NodeNames` array: borrowed from the body unless it holds an escape. (serde
+/// decodes a bare `Cow<str>` as an owned string: an allocation per candidate.)
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
+
 /// The names of a `NodeNames` array, borrowed from the request body.
 pub fn names(raw: &RawValue) -> Result<Vec<Cow<'_, str>>, serde_json::Error> {
-    serde_json::from_str(raw.get())
+    let names: Vec<Name<'_>> = serde_json::from_str(raw.get())?;
+    Ok(names.into_iter().map(|n| n.0).collect())
 }
 
 /// `NodeNames` as written in a reply: the request's own array when every candidate passes
@@ -225,11 +232,30 @@ pub fn host_priorities<S: AsRef<str>>(hosts: &[S], scores: &[i64]) -> Vec<u8> {
         out.extend_from_slice(b"{\"Host\":");
         push_json_string(&mut out, h.as_ref());
         out.extend_from_slice(b",\"Score\":");
-        out.extend_from_slice(score.to_string().as_bytes());
+        push_integer(&mut out, *score);
         out.push(b'}');
     }
     out.push(b']');
     out
+}
+
+/// Appends `n` in decimal without an allocation (a prioritize answer writes one per candidate).
+fn push_integer(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 #[derive(Deserialize)]
@@ -241,7 +267,7 @@ struct NameOnly<'a> {
 #[derive(Deserialize)]
 struct MetaName<'a> {
     #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
+    name: Option<Name<'a>>,
 }
 
 /// A node's name from its raw JSON.
@@ -250,6 +276,7 @@ pub fn node_name<'a>(node: &'a RawValue) -> Option<Cow<'a, str>> {
         .ok()?
         .metadata
         .name
+        .map(|n| n.0)
 }
 
 #[cfg(test)]
@@ -298,6 +325,20 @@ mod tests {
         assert_eq!(
             String::from_utf8(written).unwrap(),
             String::from_utf8(by_serde).unwrap()
+        );
+    }
+
+    #[test]
+    fn names_borrow_the_body_unless_escaped() {
+        let raw: &RawValue = serde_json::from_str(r#"["n1","we\"ird"]"#).unwrap();
+        let n = names(raw).unwrap();
+        assert!(matches!(n[0], Cow::Borrowed("n1")), "{n:?}");
+        assert!(matches!(&n[1], Cow::Owned(s) if s == "we\"ird"), "{n:?}");
+        let written = host_priorities(&["a", "b", "c"], &[0, -7, i64::MIN]);
+        let parsed: Vec<HostPriority> = serde_json::from_slice(&written).unwrap();
+        assert_eq!(
+            parsed.iter().map(|h| h.score).collect::<Vec<_>>(),
+            [0, -7, i64::MIN]
         );
     }
 }
