@@ -5,11 +5,8 @@
 //!
 //! [`Topology`] implements [`kube::Resource`], so a controller can use `Api<Topology>`.
 
-use std::borrow::Cow;
-
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::ser::SerializeStruct as _;
-use serde::{Deserialize, Serialize, Serializer};
+use kube::CustomResource;
+use serde::{Deserialize, Serialize};
 
 /// API group.
 pub const GROUP: &str = "kueue.x-k8s.io";
@@ -26,18 +23,18 @@ pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 /// Most levels a Topology may have.
 pub const MAX_LEVELS: usize = 16;
 
-/// A Kueue Topology.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(try_from = "TopologyWire")]
-pub struct Topology {
-    /// Its name (referenced by a ResourceFlavor's `topologyName`).
-    pub metadata: ObjectMeta,
-    /// The levels.
-    pub spec: TopologySpec,
-}
-
-/// Topology spec.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Topology spec. The derive makes [`Topology`] (`metadata`, `spec`); Kueue owns the CRD and
+/// its schema, so none is generated here.
+#[derive(CustomResource, Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[kube(
+    group = "kueue.x-k8s.io",
+    version = "v1beta2",
+    kind = "Topology",
+    plural = "topologies",
+    schema = "disabled",
+    derive = "PartialEq",
+    doc = "A Kueue Topology: its name (a ResourceFlavor's `topologyName`) and its levels."
+)]
 pub struct TopologySpec {
     /// Coarsest first; 1 to [`MAX_LEVELS`], unique, [`HOSTNAME_LABEL`] only last.
     pub levels: Vec<TopologyLevel>,
@@ -49,79 +46,4 @@ pub struct TopologySpec {
 pub struct TopologyLevel {
     /// The node label whose value names the domain at this level.
     pub node_label: String,
-}
-
-impl Topology {
-    /// A Topology with `metadata` and `spec`.
-    pub fn new(metadata: ObjectMeta, spec: TopologySpec) -> Self {
-        Self { metadata, spec }
-    }
-}
-
-// apiVersion and kind are constants, written on the way out and checked on the way in.
-impl Serialize for Topology {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct(KIND, 4)?;
-        s.serialize_field("apiVersion", API_VERSION)?;
-        s.serialize_field("kind", KIND)?;
-        s.serialize_field("metadata", &self.metadata)?;
-        s.serialize_field("spec", &self.spec)?;
-        s.end()
-    }
-}
-
-/// A Topology as written, before apiVersion and kind are checked.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TopologyWire {
-    api_version: String,
-    kind: String,
-    #[serde(default)]
-    metadata: ObjectMeta,
-    spec: TopologySpec,
-}
-
-impl TryFrom<TopologyWire> for Topology {
-    type Error = crate::TypeMismatch;
-
-    fn try_from(w: TopologyWire) -> Result<Self, Self::Error> {
-        crate::TypeMismatch::check(&w.api_version, &w.kind, API_VERSION, KIND)?;
-        Ok(Self {
-            metadata: w.metadata,
-            spec: w.spec,
-        })
-    }
-}
-
-impl kube::Resource for Topology {
-    type DynamicType = ();
-    type Scope = kube::core::ClusterResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(KIND)
-    }
-
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(GROUP)
-    }
-
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(VERSION)
-    }
-
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(API_VERSION)
-    }
-
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("topologies")
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
 }

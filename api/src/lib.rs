@@ -18,39 +18,3 @@ pub mod kueue;
 pub mod labels;
 pub mod scheduling;
 pub mod volcano;
-
-/// A custom resource document of another apiVersion or kind than the type it was read into.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "expected apiVersion {expected_api_version:?} kind {expected_kind:?}, found apiVersion \
-     {api_version:?} kind {kind:?}: read the document into the type of its kind"
-)]
-pub struct TypeMismatch {
-    /// The document's apiVersion.
-    pub api_version: String,
-    /// The document's kind.
-    pub kind: String,
-    /// What the type holds.
-    pub expected_api_version: &'static str,
-    /// What the type holds.
-    pub expected_kind: &'static str,
-}
-
-impl TypeMismatch {
-    fn check(
-        api_version: &str,
-        kind: &str,
-        expected_api_version: &'static str,
-        expected_kind: &'static str,
-    ) -> Result<(), Self> {
-        if api_version == expected_api_version && kind == expected_kind {
-            return Ok(());
-        }
-        Err(Self {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-            expected_api_version,
-            expected_kind,
-        })
-    }
-}

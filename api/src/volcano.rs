@@ -6,11 +6,9 @@
 //!
 //! [`HyperNode`] implements [`kube::Resource`], so a controller can use `Api<HyperNode>`.
 
-use std::borrow::Cow;
-
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
-use serde::ser::SerializeStruct as _;
-use serde::{Deserialize, Serialize, Serializer};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use kube::CustomResource;
+use serde::{Deserialize, Serialize};
 
 /// API group.
 pub const GROUP: &str = "topology.volcano.sh";
@@ -24,20 +22,20 @@ pub const KIND: &str = "HyperNode";
 /// Label Volcano's HyperNode controller uses to tell discovery sources apart.
 pub const SOURCE_LABEL: &str = "volcano.sh/network-topology-source";
 
-/// A HyperNode: metadata, spec, and the status Volcano maintains.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(try_from = "HyperNodeWire")]
-pub struct HyperNode {
-    /// Name (a DNS-1123 subdomain) and labels.
-    pub metadata: ObjectMeta,
-    /// Tier and members.
-    pub spec: HyperNodeSpec,
-    /// Written by Volcano, absent in what we create.
-    pub status: Option<HyperNodeStatus>,
-}
-
-/// HyperNode spec.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// HyperNode spec. The derive makes [`HyperNode`] (`metadata`, `spec`, `status`); Volcano owns
+/// the CRD and its schema, so none is generated here.
+#[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "topology.volcano.sh",
+    version = "v1alpha1",
+    kind = "HyperNode",
+    plural = "hypernodes",
+    status = "HyperNodeStatus",
+    schema = "disabled",
+    derive = "PartialEq",
+    doc = "A HyperNode: name (a DNS-1123 subdomain) and labels, tier and members, and the \
+           status Volcano maintains (absent in what Spinel creates)."
+)]
 #[serde(rename_all = "camelCase")]
 pub struct HyperNodeSpec {
     /// Nodes (at the lowest tier) or HyperNodes (above); at least one.
@@ -133,91 +131,4 @@ pub struct HyperNodeStatus {
     /// Nodes below the HyperNode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_count: Option<i64>,
-}
-
-impl HyperNode {
-    /// A HyperNode with `metadata` and `spec` and no status.
-    pub fn new(metadata: ObjectMeta, spec: HyperNodeSpec) -> Self {
-        Self {
-            metadata,
-            spec,
-            status: None,
-        }
-    }
-}
-
-// apiVersion and kind are constants, written on the way out and checked on the way in.
-impl Serialize for HyperNode {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let fields = 4 + usize::from(self.status.is_some());
-        let mut s = serializer.serialize_struct(KIND, fields)?;
-        s.serialize_field("apiVersion", API_VERSION)?;
-        s.serialize_field("kind", KIND)?;
-        s.serialize_field("metadata", &self.metadata)?;
-        s.serialize_field("spec", &self.spec)?;
-        match &self.status {
-            Some(status) => s.serialize_field("status", status)?,
-            None => s.skip_field("status")?,
-        }
-        s.end()
-    }
-}
-
-/// A HyperNode as written, before apiVersion and kind are checked.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct HyperNodeWire {
-    api_version: String,
-    kind: String,
-    #[serde(default)]
-    metadata: ObjectMeta,
-    spec: HyperNodeSpec,
-    #[serde(default)]
-    status: Option<HyperNodeStatus>,
-}
-
-impl TryFrom<HyperNodeWire> for HyperNode {
-    type Error = crate::TypeMismatch;
-
-    fn try_from(w: HyperNodeWire) -> Result<Self, Self::Error> {
-        crate::TypeMismatch::check(&w.api_version, &w.kind, API_VERSION, KIND)?;
-        Ok(Self {
-            metadata: w.metadata,
-            spec: w.spec,
-            status: w.status,
-        })
-    }
-}
-
-impl kube::Resource for HyperNode {
-    type DynamicType = ();
-    type Scope = kube::core::ClusterResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(KIND)
-    }
-
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(GROUP)
-    }
-
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(VERSION)
-    }
-
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(API_VERSION)
-    }
-
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("hypernodes")
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
 }

@@ -14,6 +14,7 @@ use spinel_node::roce::RoceInfo;
 use crate::config::{NetnsRequirement, Rdma};
 use crate::journal::AttachmentKey;
 use crate::spec::{CniError, ErrorCode};
+use crate::step::StepError;
 
 /// The extra key added to the CNI result's interface entry.
 pub fn result_value(info: &RoceInfo) -> Value {
@@ -91,14 +92,14 @@ pub fn move_devices(names: &[String], to: &NetNs) -> Result<(), CniError> {
 
 /// Moves the RDMA devices `names` from `pod` back to `host`; devices already gone from the
 /// pod (returned by the kernel when it died, or never moved) are left alone.
-pub fn return_devices(names: &[String], pod: &NetNs, host: &NetNs) -> Result<(), String> {
-    let mut sock =
-        RdmaSocket::open_in(pod).map_err(|e| format!("open an RDMA socket in the pod: {e}"))?;
+pub fn return_devices(names: &[String], pod: &NetNs, host: &NetNs) -> Result<(), StepError> {
+    let mut sock = RdmaSocket::open_in(pod)
+        .map_err(|e| StepError::kernel("open an RDMA socket in the pod", &e))?;
     for name in names {
         match sock.device_by_name(name) {
             Ok(dev) => sock
                 .move_device(&dev, host)
-                .map_err(|e| format!("move RDMA device {name} back: {e}"))?,
+                .map_err(|e| StepError::kernel(format!("move RDMA device {name} back"), &e))?,
             Err(e) => tracing::debug!(device = %name, "RDMA device not in the pod: {e}"),
         }
     }

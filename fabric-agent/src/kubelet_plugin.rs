@@ -102,8 +102,13 @@ impl PluginKind {
 }
 
 /// What the kubelet last said about the registration: `None` before it said anything,
-/// `Some(Ok(()))` when registered, `Some(Err(reason))` when it refused the plugin.
-pub type RegistrationState = Option<Result<(), String>>;
+/// `Some(Ok(()))` when registered, `Some(Err(refusal))` when it refused the plugin.
+pub type RegistrationState = Option<Result<(), Refused>>;
+
+/// The kubelet refused a plugin's registration, with its reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the kubelet refused the plugin: {0}")]
+pub struct Refused(pub String);
 
 /// The plugin watcher's `Registration` service for one plugin.
 #[derive(Debug, Clone)]
@@ -158,7 +163,7 @@ impl registration_server::Registration for Registration {
         } else {
             tracing::error!(plugin = %self.info.name, reason = %status.error,
                 "the kubelet refused the plugin");
-            Err(status.error)
+            Err(Refused(status.error))
         };
         self.state.send_replace(Some(state));
         Ok(Response::new(RegistrationStatusResponse {}))
@@ -346,7 +351,7 @@ mod tests {
         state.changed().await.unwrap();
         assert_eq!(
             *state.borrow_and_update(),
-            Some(Err("resource name taken".into()))
+            Some(Err(Refused("resource name taken".into())))
         );
         server.stop().await;
         assert!(!socket.exists(), "stopping removes the socket");

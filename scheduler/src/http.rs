@@ -510,7 +510,7 @@ async fn bind_body(app: &App, body: &Bytes) -> Response {
             }
             String::new()
         }
-        Err(e) => e,
+        Err(e) => e.to_string(),
     };
     json(&ExtenderBindingResult { error })
 }

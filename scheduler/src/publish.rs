@@ -7,7 +7,21 @@ use std::pin::Pin;
 use std::sync::Mutex;
 
 /// A future returned by [`Publisher::bind`].
-pub type BindFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+pub type BindFuture<'a> = Pin<Box<dyn Future<Output = Result<(), BindError>> + Send + 'a>>;
+
+/// A Binding the API server did not take. Its text (cause included) is what the extender
+/// answers kube-scheduler in `ExtenderBindingResult.Error`.
+#[derive(Debug, thiserror::Error)]
+#[error("binding {pod} to {node} failed: {source}")]
+pub struct BindError {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The node.
+    pub node: String,
+    /// The API server's answer.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
 
 /// Where decisions are published.
 pub trait Publisher: Send + Sync + 'static {

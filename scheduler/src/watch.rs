@@ -24,7 +24,7 @@ use spinel_kube::events::{EventSpec, Reporter, event_name, pod_ref};
 use tokio::sync::oneshot;
 
 use crate::metrics::Metrics;
-use crate::publish::{BindFuture, Publisher};
+use crate::publish::{BindError, BindFuture, Publisher};
 use crate::state::State;
 
 /// Milliseconds since `start`, the engine's clock.
@@ -302,7 +302,11 @@ impl Publisher for KubePublisher {
             )
             .await
             .map(|_| ())
-            .map_err(|e| format!("binding {namespace}/{pod} to {node} failed: {e}"))
+            .map_err(|e| BindError {
+                pod: format!("{namespace}/{pod}"),
+                node: node.to_owned(),
+                source: Box::new(e),
+            })
         })
     }
 }

@@ -349,7 +349,7 @@ impl Attachment for VfRecord {
             && let Some(ns) = pod_ns
             && let Err(e) = roce::return_devices(&self.rdma_devices, ns, &node.host_ns)
         {
-            errors.push(StepError::Kernel(e));
+            errors.push(e);
         }
         // Home first (the move closes the link, so the pod's VLAN and spoof check stay in force
         // until it is down), then the PF-side attributes (which releases an administrative

@@ -162,7 +162,7 @@ fn events_of(fabric: &Fabric, inputs: &Inputs) -> Vec<EventSpec> {
     let mut events: Vec<EventSpec> = fabric.findings.iter().map(events::for_finding).collect();
     for (node, report) in inputs.reports() {
         if let Err(why) = &report.table {
-            events.push(events::for_unusable(node, why));
+            events.push(events::for_unusable(node, &why.to_string()));
         }
     }
     events
@@ -298,7 +298,7 @@ fn status_of(
                 severity: "error".into(),
                 kind: "unusable_report".into(),
                 nic: None,
-                message: why.clone(),
+                message: why.to_string(),
             },
         );
     }

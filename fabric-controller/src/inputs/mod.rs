@@ -12,7 +12,7 @@ use spinel_api::crd::MAX_CARRY_OVER;
 use topo_discovery::fabric::RailKey;
 use topo_discovery::fabric::live::{Change, HostReport};
 
-pub use node::{HostTable, NodeReport};
+pub use node::{HostTable, NodeReport, UnusableReport};
 pub use switches::SwitchEntry;
 
 /// The inputs of the model.
@@ -233,7 +233,7 @@ impl Inputs {
             r.table
                 .as_ref()
                 .err()
-                .map(|e| (format!("NodeFabric/{name}"), e.clone()))
+                .map(|e| (format!("NodeFabric/{name}"), e.to_string()))
         });
         let switches = self.switch_entries().filter_map(|(name, e)| {
             e.captures
@@ -254,7 +254,7 @@ mod tests {
             uid: uid.into(),
             generation,
             nics: nics.iter().map(|n| (*n).to_owned()).collect(),
-            table: Err("none".into()),
+            table: Err(UnusableReport::Schema(None)),
             run: None,
             neighbours: 0,
             max_ttl: 0,
@@ -302,7 +302,10 @@ mod tests {
         assert_eq!(hosts(&inputs.all_changes()), [("h2", Some(&a[..]))]);
         assert_eq!(
             inputs.unusable().into_iter().collect::<Vec<_>>(),
-            [("NodeFabric/h2".to_owned(), "none".to_owned())]
+            [(
+                "NodeFabric/h2".to_owned(),
+                UnusableReport::Schema(None).to_string()
+            )]
         );
     }
 

@@ -25,13 +25,57 @@ pub struct NodeReport {
     /// The RoCE NICs the agent found (the node's fabric NICs).
     pub nics: Vec<String>,
     /// The neighbour table, or why it cannot be used.
-    pub table: Result<HostTable, String>,
+    pub table: Result<HostTable, UnusableReport>,
     /// The agent run that published it (its listening-since annotation), when it says.
     pub run: Option<String>,
     /// Neighbours in the table.
     pub neighbours: usize,
     /// The longest TTL among them, in seconds: how long they would outlive a silent agent.
     pub max_ttl: u16,
+}
+
+/// Why a node's report cannot be used as a whole (a finding against its node, never a report
+/// cut to something it did not say).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnusableReport {
+    /// The object speaks for another node.
+    #[error("spec.nodeName {0:?} is not the object's name")]
+    NodeName(String),
+    /// Not a table this controller reads.
+    #[error("spec.lldp: schema {0:?} is not {SCHEMA:?} (agent too old or too new?)")]
+    Schema(Option<String>),
+    /// The table does not parse (serde's message: its error is neither `Clone` nor `Eq`).
+    #[error("spec.lldp: {0}")]
+    Table(String),
+    /// The table's observer is another box.
+    #[error("spec.lldp: the observer is {0:?}, not this node")]
+    Observer(String),
+    /// The observer claims to be a switch.
+    #[error("spec.lldp: the observer says it is a switch")]
+    SwitchObserver,
+    /// More NICs than a report may list.
+    #[error("spec.nics: {0} NICs, more than the {MAX_NICS} a report may list")]
+    TooManyNics(usize),
+    /// A NIC that is no interface name.
+    #[error("spec.nics: {0:?} is not an interface name")]
+    NicName(String),
+    /// A port that is not one of the node's NICs.
+    #[error(
+        "spec.lldp: port {0:?} is not one of the node's NICs in spec.nics (a report speaks \
+         only for its own NICs)"
+    )]
+    ForeignPort(String),
+    /// More neighbours on one NIC than a NIC may report.
+    #[error(
+        "spec.lldp: port {port:?} lists {count} neighbours, more than the \
+         {MAX_NEIGHBORS_PER_NIC} a NIC may report"
+    )]
+    TooManyNeighbours {
+        /// The NIC.
+        port: String,
+        /// Neighbours it lists.
+        count: usize,
+    },
 }
 
 /// A host's neighbour table, reduced to what inference reads (topo-discovery's compact form).
@@ -45,10 +89,7 @@ impl NodeReport {
         let nics: Vec<String> = nf.spec.nics.iter().map(|n| n.name.clone()).collect();
         let (neighbours, max_ttl) = neighbour_summary(&nf.spec.lldp);
         let table = if nf.spec.node_name != name {
-            Err(format!(
-                "spec.nodeName {:?} is not the object's name",
-                nf.spec.node_name
-            ))
+            Err(UnusableReport::NodeName(nf.spec.node_name.clone()))
         } else {
             HostTable::parse(&name, &nf.spec.lldp).and_then(|t| t.within_bounds(&nics).map(|()| t))
         };
@@ -86,22 +127,18 @@ fn neighbour_summary(lldp: &serde_json::Value) -> (usize, u16) {
 impl HostTable {
     /// Parses `spec.lldp` of node `node`: a `spinel.dev/neighbors/v1` table whose observer is
     /// that node (a report cannot speak for another node) and, if it says, a host.
-    pub fn parse(node: &str, lldp: &serde_json::Value) -> Result<Self, String> {
+    pub fn parse(node: &str, lldp: &serde_json::Value) -> Result<Self, UnusableReport> {
         let found = lldp.get("schema").and_then(serde_json::Value::as_str);
         if found != Some(SCHEMA) {
-            return Err(format!(
-                "spec.lldp: schema {found:?} is not {SCHEMA:?} (agent too old or too new?)"
-            ));
+            return Err(UnusableReport::Schema(found.map(str::to_owned)));
         }
-        let table = NeighborTable::deserialize(lldp).map_err(|e| format!("spec.lldp: {e}"))?;
+        let table =
+            NeighborTable::deserialize(lldp).map_err(|e| UnusableReport::Table(e.to_string()))?;
         if table.observer.name != node {
-            return Err(format!(
-                "spec.lldp: the observer is {:?}, not this node",
-                table.observer.name
-            ));
+            return Err(UnusableReport::Observer(table.observer.name));
         }
         if table.observer.role == Some(Role::Switch) {
-            return Err("spec.lldp: the observer says it is a switch".to_owned());
+            return Err(UnusableReport::SwitchObserver);
         }
         Ok(Self::from_table(&table))
     }
@@ -119,31 +156,25 @@ impl HostTable {
     /// name, a table that speaks only for those NICs (every port is one of them), and at most
     /// [`MAX_NEIGHBORS_PER_NIC`] neighbours per NIC. A report beyond that is unusable as a
     /// whole (a finding against its node), rather than cut to something it did not say.
-    pub fn within_bounds(&self, nics: &[String]) -> Result<(), String> {
+    pub fn within_bounds(&self, nics: &[String]) -> Result<(), UnusableReport> {
         if nics.len() > MAX_NICS {
-            return Err(format!(
-                "spec.nics: {} NICs, more than the {MAX_NICS} a report may list",
-                nics.len()
-            ));
+            return Err(UnusableReport::TooManyNics(nics.len()));
         }
         if let Some(bad) = nics
             .iter()
             .find(|n| !spinel_wire::ifname::is_valid_ifname(n))
         {
-            return Err(format!("spec.nics: {bad:?} is not an interface name"));
+            return Err(UnusableReport::NicName(bad.clone()));
         }
         for (port, neighbors) in self.0.ports() {
             if !nics.iter().any(|n| n == port) {
-                return Err(format!(
-                    "spec.lldp: port {port:?} is not one of the node's NICs in spec.nics (a \
-                     report speaks only for its own NICs)"
-                ));
+                return Err(UnusableReport::ForeignPort(port.to_owned()));
             }
             if neighbors > MAX_NEIGHBORS_PER_NIC {
-                return Err(format!(
-                    "spec.lldp: port {port:?} lists {neighbors} neighbours, more than the \
-                     {MAX_NEIGHBORS_PER_NIC} a NIC may report"
-                ));
+                return Err(UnusableReport::TooManyNeighbours {
+                    port: port.to_owned(),
+                    count: neighbors,
+                });
             }
         }
         Ok(())
@@ -179,7 +210,9 @@ mod tests {
     fn a_report_speaks_only_for_its_own_node() {
         let t = HostTable::parse("h1", &table("h1")).unwrap();
         assert_eq!(t.neighbor_count(), 1);
-        let err = HostTable::parse("h1", &table("h2")).unwrap_err();
+        let err = HostTable::parse("h1", &table("h2"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("\"h2\""), "{err}");
         let mut switch = table("h1");
         switch["observer"]["role"] = json!("switch");
@@ -190,14 +223,23 @@ mod tests {
     fn a_report_is_bounded_and_speaks_only_for_its_nics() {
         let t = HostTable::parse("h1", &table("h1")).unwrap();
         assert_eq!(t.within_bounds(&["ens1f0np0".into()]), Ok(()));
-        let err = t.within_bounds(&["ens2f0np0".into()]).unwrap_err();
+        let err = t
+            .within_bounds(&["ens2f0np0".into()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not one of the node's NICs"), "{err}");
         let many: Vec<String> = (0..=MAX_NICS).map(|i| format!("ens{i}")).collect();
-        assert!(t.within_bounds(&many).unwrap_err().contains("65 NICs"));
+        assert!(
+            t.within_bounds(&many)
+                .unwrap_err()
+                .to_string()
+                .contains("65 NICs")
+        );
         let bad = ["ens1f0np0".to_owned(), "../x".to_owned()];
         assert!(
             t.within_bounds(&bad)
                 .unwrap_err()
+                .to_string()
                 .contains("interface name")
         );
         let mut flood = table("h1");
@@ -212,7 +254,10 @@ mod tests {
             .collect();
         flood["ports"][0]["neighbors"] = json!(junk);
         let t = HostTable::parse("h1", &flood).unwrap();
-        let err = t.within_bounds(&["ens1f0np0".into()]).unwrap_err();
+        let err = t
+            .within_bounds(&["ens1f0np0".into()])
+            .unwrap_err()
+            .to_string();
         let over = format!("{} neighbours", MAX_NEIGHBORS_PER_NIC + 1);
         assert!(err.contains(&over), "{err}");
     }
@@ -221,12 +266,18 @@ mod tests {
     fn tables_of_another_schema_or_shape_are_named_unusable() {
         let mut old = table("h1");
         old["schema"] = json!("spinel.dev/neighbors/v0");
-        assert!(HostTable::parse("h1", &old).unwrap_err().contains("v0"));
+        assert!(
+            HostTable::parse("h1", &old)
+                .unwrap_err()
+                .to_string()
+                .contains("v0")
+        );
         let mut extra = table("h1");
         extra["ports"][0]["bogus"] = json!(1);
         assert!(
             HostTable::parse("h1", &extra)
                 .unwrap_err()
+                .to_string()
                 .contains("bogus")
         );
         assert!(HostTable::parse("h1", &json!({})).is_err());

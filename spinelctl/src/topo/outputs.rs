@@ -455,10 +455,7 @@ mod tests {
             ..Node::default()
         };
         let hn = HyperNode::new(
-            ObjectMeta {
-                name: Some("spine1.leaf1-2".into()),
-                ..ObjectMeta::default()
-            },
+            "spine1.leaf1-2",
             HyperNodeSpec {
                 members: vec![MemberSpec {
                     selector: MemberSelector::exact("h1"),

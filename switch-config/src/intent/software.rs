@@ -97,34 +97,76 @@ pub enum Software {
     },
 }
 
+/// Why a switch's software cannot be told from its intent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SoftwareError {
+    /// A version on a SONiC switch (`version` holds it, quoted and cut).
+    #[error(
+        "version {0}: SONiC is rendered in one config_db form, validated against SONiC's YANG \
+         models (docs/switch-config.md); there is no release to choose, remove the version"
+    )]
+    SonicVersion(String),
+    /// No version where the syntax depends on it.
+    #[error(
+        "{os} renders differently per release: say which one this switch runs (version: one \
+         of {known})"
+    )]
+    NoVersion {
+        /// The OS's name.
+        os: &'static str,
+        /// The releases known, comma-separated.
+        known: String,
+    },
+    /// A release this renderer does not know (`version` quoted and cut).
+    #[error("{os} {version} is not a release this renderer knows; known: {known}")]
+    UnknownRelease {
+        /// The OS's name.
+        os: &'static str,
+        /// The version written.
+        version: String,
+        /// The releases known, comma-separated.
+        known: String,
+    },
+    /// A platform family on a switch that is not EOS.
+    #[error("platform is for EOS switches only")]
+    PlatformNotEos,
+    /// An EOS switch without its platform family.
+    #[error(
+        "EOS needs its platform family (the queue command differs): platform: strata \
+         (Trident/Tomahawk: 7050X, 7060X, 7260X, 7300X, 7388X; uc-tx-queue) or sand \
+         (Arad/Jericho: 7280R, 7500R, 7800R; tx-queue)"
+    )]
+    NoEosPlatform,
+}
+
+impl SoftwareError {
+    /// The intent field at fault: `version` or `platform`.
+    pub fn field(&self) -> &'static str {
+        match self {
+            Self::PlatformNotEos | Self::NoEosPlatform => "platform",
+            _ => "version",
+        }
+    }
+}
+
 impl Software {
     /// What `switch` runs, or why it cannot be told.
-    pub fn of(switch: &Switch) -> Result<Self, String> {
+    pub fn of(switch: &Switch) -> Result<Self, SoftwareError> {
         match switch.os {
             SwitchOs::Sonic => match &switch.version {
                 None => Ok(Self::Sonic),
-                Some(v) => Err(format!(
-                    "version {}: SONiC is rendered in one config_db form, validated against \
-                     SONiC's YANG models (docs/switch-config.md); there is no release to choose, \
-                     remove the version",
-                    super::cut(v)
-                )),
+                Some(v) => Err(SoftwareError::SonicVersion(super::cut(v))),
             },
             SwitchOs::Cumulus => {
                 let minor = release(switch, 5, &CUMULUS_RELEASES, "Cumulus Linux")?;
                 if switch.platform.is_some() {
-                    return Err("platform is for EOS switches only".into());
+                    return Err(SoftwareError::PlatformNotEos);
                 }
                 Ok(Self::Cumulus { minor })
             }
             SwitchOs::Eos => {
                 let minor = release(switch, 4, &EOS_RELEASES, "EOS")?;
-                let platform = switch.platform.ok_or_else(|| {
-                    "EOS needs its platform family (the queue command differs): platform: \
-                     strata (Trident/Tomahawk: 7050X, 7060X, 7260X, 7300X, 7388X; uc-tx-queue) \
-                     or sand (Arad/Jericho: 7280R, 7500R, 7800R; tx-queue)"
-                        .to_owned()
-                })?;
+                let platform = switch.platform.ok_or(SoftwareError::NoEosPlatform)?;
                 Ok(Self::Eos { minor, platform })
             }
         }
@@ -149,13 +191,15 @@ impl Software {
 }
 
 /// The minor release of `switch.version` (`5.15`, `5.15.1`, `4.33.1F`), when `major` and listed.
-fn release(switch: &Switch, major: u8, known: &[&str], os: &str) -> Result<u8, String> {
+fn release(
+    switch: &Switch,
+    major: u8,
+    known: &[&str],
+    os: &'static str,
+) -> Result<u8, SoftwareError> {
     let list = known.join(", ");
     let Some(version) = &switch.version else {
-        return Err(format!(
-            "{os} renders differently per release: say which one this switch runs (version: \
-             one of {list})"
-        ));
+        return Err(SoftwareError::NoVersion { os, known: list });
     };
     let mut parts = version.split('.');
     let parsed = (parts.next(), parts.next());
@@ -165,9 +209,10 @@ fn release(switch: &Switch, major: u8, known: &[&str], os: &str) -> Result<u8, S
     };
     match minor {
         Some(m) if known.contains(&format!("{major}.{m}").as_str()) => Ok(m),
-        _ => Err(format!(
-            "{os} {} is not a release this renderer knows; known: {list}",
-            super::cut(version)
-        )),
+        _ => Err(SoftwareError::UnknownRelease {
+            os,
+            version: super::cut(version),
+            known: list,
+        }),
     }
 }

@@ -137,6 +137,7 @@ pub fn switch(plan: &FabricPlan<'_>, sp: &SwitchPlan<'_>, running: &Running) -> 
 fn unknown_release(sp: &SwitchPlan<'_>) -> String {
     let why = crate::intent::software::Software::of(sp.switch)
         .err()
+        .map(|e| e.to_string())
         .unwrap_or_default();
     format!("{}: not rendered: {why}", sp.switch.name)
 }

@@ -2,8 +2,6 @@
 //! first, with `kubernetes.io/hostname` as the lowest level. The object type is
 //! `spinel_api::kueue`'s, shared with the fabric controller.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use super::model::Fabric;
 pub use spinel_api::kueue::{API_VERSION, HOSTNAME_LABEL, Topology, TopologyLevel, TopologySpec};
 use spinel_api::labels::LabelOptions;
@@ -19,11 +17,5 @@ pub fn topology(fabric: &Fabric, name: &str, options: &LabelOptions) -> Topology
     levels.push(TopologyLevel {
         node_label: HOSTNAME_LABEL.to_owned(),
     });
-    Topology::new(
-        ObjectMeta {
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        },
-        TopologySpec { levels },
-    )
+    Topology::new(name, TopologySpec { levels })
 }

@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use super::model::{Domain, DomainIdx, Fabric};
 use super::report::tier_name;
 use spinel_api::labels::LabelOptions;
@@ -84,16 +82,14 @@ fn hypernode(fabric: &Fabric, d: &Domain, below: &[usize], options: &LabelOption
         (SOURCE_LABEL.to_owned(), SOURCE.to_owned()),
         (options.tier_key(d.tier), d.id.clone()),
     ]);
-    HyperNode::new(
-        ObjectMeta {
-            name: Some(d.id.clone()),
-            labels: Some(labels),
-            ..ObjectMeta::default()
-        },
+    let mut hn = HyperNode::new(
+        &d.id,
         HyperNodeSpec {
             members,
             tier: i32::from(d.tier),
             tier_name: Some(tier_name(d.tier)),
         },
-    )
+    );
+    hn.metadata.labels = Some(labels);
+    hn
 }

@@ -90,14 +90,11 @@ fn role(s: &Switch, issues: &mut Issues) {
 fn software(intent: &Intent, s: &Switch, issues: &mut Issues) {
     let field = switch_field(&s.name);
     match Software::of(s) {
-        Err(message) => {
-            let leaf = if message.starts_with("platform") || message.starts_with("EOS needs") {
-                "platform"
-            } else {
-                "version"
-            };
-            issues.error(format!("{field}.{leaf}"), Some(&s.name), message);
-        }
+        Err(e) => issues.error(
+            format!("{field}.{}", e.field()),
+            Some(&s.name),
+            e.to_string(),
+        ),
         Ok(Software::Eos { .. }) if intent.roce.pfc.watchdog.action == WatchdogAction::Forward => {
             issues.error(
                 "roce.pfc.watchdog.action",
