@@ -1,5 +1,5 @@
 //! Announcing a pod's addresses after ADD (the frames and the socket are
-//! [`spinel_node::announce`]'s).
+//! [`spinel_node::gratuitous`]'s).
 //!
 //! ADD opens one packet socket inside the pod ([`Announcer`]) and sends the first rounds
 //! itself; the later, spaced rounds come from the same binary re-executed as
@@ -21,7 +21,7 @@ use std::time::Duration;
 use hostnet::netlink::RouteSocket;
 use hostnet::netns::NetNs;
 use hostnet::packet::{PacketError, PacketSocket};
-use spinel_node::announce::Announcer as Rounds;
+use spinel_node::gratuitous::Announcer as Rounds;
 use spinel_wire::MacAddr;
 
 /// What to announce, and where.

@@ -8,8 +8,8 @@ use hostnet::netns::NetNs;
 use hostnet::rdma::gid::GidError;
 use hostnet::rdma::{NetnsMode, RdmaError, RdmaSocket};
 use serde_json::{Value, json};
-use spinel_node::record::{self as records, Record};
-use spinel_node::roce::RoceInfo;
+use spinel_node::attachment_record::{self as records, Record};
+use spinel_node::roce_info::RoceInfo;
 
 use crate::config::{NetnsRequirement, Rdma};
 use crate::journal::AttachmentKey;

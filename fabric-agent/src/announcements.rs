@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use hostnet::netlink::RouteSocket;
 use hostnet::netns::NetNs;
-use spinel_node::announce::Announcer;
-use spinel_node::record::{PodAttachment, read_records};
+use spinel_node::attachment_record::{PodAttachment, read_records};
+use spinel_node::gratuitous::Announcer;
 
 use crate::metrics::{GarpLabel, Metrics, NicLabel};
 use crate::settings::Garp;

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::plan::LabSize;
+use crate::layout::LabSize;
 use crate::state::{StateDir, Swept};
 use crate::supervisor::{Phase, Status, Step, read_status};
 

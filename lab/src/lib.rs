@@ -3,11 +3,11 @@
 
 pub mod cluster;
 pub mod control;
-pub mod fabric;
+pub mod layout;
+pub mod namespaces;
 pub mod nodes;
 pub mod observe;
 pub mod picture;
-pub mod plan;
 pub mod procs;
 pub mod scenario;
 pub mod state;

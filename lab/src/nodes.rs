@@ -10,8 +10,8 @@ use anyhow::Context;
 use hostnet::sriov::fake::FakeSysfs;
 use spinel_wire::MacAddr;
 
-use crate::fabric::Fabric;
-use crate::plan::{FABRIC_MTU, Nic, Node};
+use crate::layout::{FABRIC_MTU, Nic, Node};
+use crate::namespaces::Fabric;
 
 /// The driver the VFs are bound to (a kernel driver: the CNI refuses userspace ones).
 const VF_DRIVER: &str = "mlx5_core";

@@ -11,9 +11,9 @@ use kube::api::Api;
 use spinel_api::crd::{Fabric as FabricObject, FabricStatus};
 use spinel_api::scheduling::DEGRADED_TAINT_KEY;
 
-use crate::fabric::Fabric;
+use crate::layout::Plan;
+use crate::namespaces::Fabric;
 use crate::picture::{Health, Live, NodeView};
-use crate::plan::Plan;
 
 /// The Node condition the agent keeps.
 pub const READY_CONDITION: &str = "RoCEFabricReady";

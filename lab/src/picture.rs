@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::plan::{Plan, Role};
+use crate::layout::{Plan, Role};
 
 /// What the lab knows of one node right now.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -301,7 +301,7 @@ pub fn tree(plan: &Plan, live: &Live) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::plan::LabSize;
+    use crate::layout::LabSize;
 
     fn live() -> Live {
         let mut live = Live {

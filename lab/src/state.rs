@@ -19,7 +19,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Plan;
+use crate::layout::Plan;
 
 /// Default state directory: on tmpfs, so a reboot (which also drops the namespaces) clears it.
 pub const DEFAULT_DIR: &str = "/run/spinel-lab";
@@ -208,7 +208,7 @@ impl StateDir {
         if let Some(record) = self.record()? {
             swept.processes = kill_session(record.session)?;
         }
-        swept.namespaces = crate::fabric::sweep_namespaces(&self.netns())?;
+        swept.namespaces = crate::namespaces::sweep_namespaces(&self.netns())?;
         for entry in ENTRIES {
             let path = self.root.join(entry);
             let removed = match fs::symlink_metadata(&path) {

@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cluster::{ControlPlane, NAMESPACE, scheduler_config};
-use crate::fabric::Fabric;
+use crate::layout::Plan;
+use crate::namespaces::Fabric;
 use crate::nodes::{self, NodeDirs};
-use crate::plan::Plan;
 use crate::procs::{ProcessState, Processes, Spec};
 use crate::state::{LabLock, LabRecord, StateDir};
 use crate::switches;
@@ -198,7 +198,7 @@ pub async fn supervise(
         }
     };
     sup.procs.stop_all(STOP_GRACE).await;
-    crate::fabric::sweep_namespaces(&sup.state.netns())?;
+    crate::namespaces::sweep_namespaces(&sup.state.netns())?;
     sup.status.processes = sup.procs.states();
     sup.publish()?;
     drop(lock);

@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use spinel_wire::neighbor::NeighborTable;
 use tokio::process::Command;
 
-use crate::plan::{Plan, Role, Switch};
+use crate::layout::{Plan, Role, Switch};
 use crate::procs::Spec;
 
 /// The RoCE priority every switch advertises PFC and the RoCEv2 application on.
@@ -114,7 +114,7 @@ pub async fn capture_table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::LabSize;
+    use crate::layout::LabSize;
 
     #[test]
     fn a_leaf_advertises_roce_dcbx_on_every_port() {

@@ -4,9 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails loudly
 use std::process::Command;
 
-use spinel_lab::fabric::{Fabric, sweep_namespaces};
+use spinel_lab::layout::{LabSize, Plan};
+use spinel_lab::namespaces::{Fabric, sweep_namespaces};
 use spinel_lab::nodes;
-use spinel_lab::plan::{LabSize, Plan};
 
 fn ping_from(fabric: &Fabric, ns: &str, to: &str) -> bool {
     Command::new("nsenter")

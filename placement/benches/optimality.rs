@@ -14,8 +14,8 @@
 use std::time::Instant;
 
 use spinel_api::labels::LabelOptions;
-use spinel_placement::sim::fabric::UniformFabric;
 use spinel_placement::sim::trace::{TraceSpec, generate};
+use spinel_placement::sim::uniform::UniformFabric;
 use spinel_placement::sim::{Audited, run::run};
 use spinel_placement::{Cluster, ClusterOptions};
 

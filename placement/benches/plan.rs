@@ -6,7 +6,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use spinel_api::labels::LabelOptions;
-use spinel_placement::sim::fabric::UniformFabric;
+use spinel_placement::sim::uniform::UniformFabric;
 use spinel_placement::{
     Cluster, ClusterOptions, Dialect, GangId, GangRequest, Level, Mode, PlanOptions, Tier, plan,
 };

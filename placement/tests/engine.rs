@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use spinel_api::labels::LabelOptions;
-use spinel_placement::sim::fabric::UniformFabric;
+use spinel_placement::sim::uniform::UniformFabric;
 use spinel_placement::{
     AssignError, Cluster, ClusterOptions, Dialect, Engine, EngineOptions, Feasible, GangId,
     GangRequest, HoldLimits, Level, Mode, NodeSpec, RankState, Tier,

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use spinel_api::labels::LabelOptions;
-use spinel_placement::sim::fabric::UniformFabric;
+use spinel_placement::sim::uniform::UniformFabric;
 use spinel_placement::{
     Cluster, ClusterOptions, Dialect, GangId, GangRequest, Level, Mode, NodeId, PlanError,
     PlanOptions, Tier, plan,

@@ -5,10 +5,10 @@
 
 use proptest::prelude::*;
 use spinel_api::labels::LabelOptions;
-use spinel_placement::sim::fabric::UniformFabric;
 use spinel_placement::sim::optimal::{Limits, solve};
 use spinel_placement::sim::policy::{Optimal, Policy, Spinel, TierBoundedBestFit, TopologyUnaware};
 use spinel_placement::sim::trace::{TraceSpec, generate};
+use spinel_placement::sim::uniform::UniformFabric;
 use spinel_placement::sim::{Audited, compare};
 use spinel_placement::spread::measure;
 use spinel_placement::{

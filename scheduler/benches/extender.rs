@@ -25,7 +25,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 use spinel_api::labels::LabelOptions;
-use spinel_placement::sim::fabric::UniformFabric;
+use spinel_placement::sim::uniform::UniformFabric;
 use spinel_scheduler::http::{App, ServerOptions, router};
 use spinel_scheduler::publish::Recorder;
 use spinel_scheduler::state::{Config, State};

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use spinel_lab::plan::{LabSize, Plan};
+use spinel_lab::layout::{LabSize, Plan};
 use spinel_lab::scenario::{self, Report};
 use spinel_lab::state::{DEFAULT_DIR, StateDir};
 use spinel_lab::supervisor::{Binaries, Phase, Status, Step, read_status};
-use spinel_lab::{control, fabric::Fabric, observe, picture};
+use spinel_lab::{control, namespaces::Fabric, observe, picture};
 
 /// How long `up` waits for the lab to be ready.
 const UP_TIMEOUT: Duration = Duration::from_secs(300);

@@ -10,7 +10,7 @@ use anyhow::Context;
 use hostnet::netlink::RouteSocket;
 use hostnet::netns::NetNs;
 use hostnet::rdma::RdmaSocket;
-use spinel_node::roce::{RoceInfo, discover, nccl_env_for};
+use spinel_node::roce_info::{RoceInfo, discover, nccl_env_for};
 
 /// Output format.
 #[derive(Clone, Copy, clap::ValueEnum)]

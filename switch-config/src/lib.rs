@@ -11,12 +11,12 @@
 //! - [`host`]: host profiles and the host state read from the kernel;
 //! - [`check`]: intent vs switches vs advertised DCBX vs hosts, each disagreement once;
 //! - [`intent::software`]: switch OS releases and what each accepts;
-//! - [`fabric`]: an intent from an inferred fabric, and cabling as designed.
+//! - [`inferred`]: an intent from an inferred fabric, and cabling as designed.
 
 pub mod check;
 pub mod diff;
-pub mod fabric;
 pub mod host;
+pub mod inferred;
 pub mod intent;
 pub mod observe;
 pub mod plan;

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use spinel_switch_config::check::{Kind, Severity};
-use spinel_switch_config::fabric::{Template, check_cabling, intent_from_fabric};
+use spinel_switch_config::inferred::{Template, check_cabling, intent_from_fabric};
 use spinel_switch_config::intent::{self, Intent, SwitchOs};
 use spinel_switch_config::plan::{FabricPlan, PortPeer};
 use spinel_wire::neighbor::{

@@ -173,10 +173,12 @@ fn gid_drift(
     let zero = std::time::Duration::ZERO;
     let found = if exclusive {
         pod_ns
-            .with_sysfs(|root| spinel_node::roce::resolve_gid(root, devices, ifname, addr, zero))
+            .with_sysfs(|root| {
+                spinel_node::roce_info::resolve_gid(root, devices, ifname, addr, zero)
+            })
             .ok()
     } else {
-        Some(spinel_node::roce::resolve_gid(
+        Some(spinel_node::roce_info::resolve_gid(
             &node.settings.sysfs_root,
             devices,
             ifname,

@@ -20,7 +20,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use spinel_api::dra;
-use spinel_node::record::{Found, read_records};
+use spinel_node::attachment_record::{Found, read_records};
 
 use super::prepared::{Journal, PreparedClaim, PreparedDevice};
 
@@ -179,7 +179,7 @@ pub async fn run(client: kube::Client, journal: Journal, records_dir: PathBuf, p
 #[cfg(test)]
 mod tests {
     use super::*;
-    use spinel_node::record::{PodAttachment, Record};
+    use spinel_node::attachment_record::{PodAttachment, Record};
 
     fn prepared() -> PreparedClaim {
         PreparedClaim {

@@ -12,7 +12,7 @@ use spinel_api::kueue::Topology;
 use spinel_api::volcano::HyperNode;
 use spinel_kube::lease::Leadership;
 
-use super::plan::{Observed, Write};
+use super::changes::{Observed, Write};
 use crate::desired::events::{EVENT_NAMESPACE, reporter};
 use crate::observed::rv_of;
 

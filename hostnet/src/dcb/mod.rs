@@ -8,13 +8,13 @@
 //! iproute2's `dcb` sends (fixtures and the command that made them in
 //! `hostnet/tests/fixtures/dcb`), and the decoder against what `dcb` prints for the same reply.
 //!
-//! [`roce`] reads the RoCE settings dcbnl does not carry (ToS, DCQCN ECN) from the RDMA stack's
+//! [`tos_ecn`] reads the RoCE settings dcbnl does not carry (ToS, DCQCN ECN) from the RDMA stack's
 //! files.
 
 mod attr;
 mod message;
-pub mod roce;
 mod socket;
+pub mod tos_ecn;
 
 pub use attr::{
     APP_SEL_DGRAM, APP_SEL_DSCP, APP_SEL_PCP, DCB_CMD_GDCBX, DCB_CMD_GSTATE, DCB_CMD_IEEE_DEL,

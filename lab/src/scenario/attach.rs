@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
+use crate::layout::{FABRIC_MTU, Nic, Node, Plan, Vf};
 use crate::nodes::NodeDirs;
-use crate::plan::{FABRIC_MTU, Nic, Node, Plan, Vf};
 use crate::state::StateDir;
 
 /// Debian's host-local IPAM plugin (containernetworking-plugins).

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use crate::cluster::client_from_kubeconfig;
-use crate::fabric::Fabric;
-use crate::plan::Plan;
+use crate::layout::Plan;
+use crate::namespaces::Fabric;
 use crate::state::StateDir;
 use crate::supervisor::{Binaries, Phase, read_status};
 

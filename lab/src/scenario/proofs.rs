@@ -10,10 +10,10 @@ use tokio::process::Command;
 
 use super::attach::{Attachment, Cni};
 use super::job::{self, Job, Placed};
-use crate::fabric::Fabric;
+use crate::layout::{Plan, leaf_name};
+use crate::namespaces::Fabric;
 use crate::observe;
 use crate::picture::{Health, NodeView};
-use crate::plan::{Plan, leaf_name};
 use crate::state::StateDir;
 
 /// Echo requests sent across the fabric.

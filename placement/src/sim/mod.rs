@@ -4,11 +4,11 @@
 //! ([`optimal`]).
 
 pub mod chart;
-pub mod fabric;
 pub mod optimal;
 pub mod policy;
 pub mod run;
 pub mod trace;
+pub mod uniform;
 
 use std::fmt::Write as _;
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hostnet::dcb::{DcbError, DcbSocket, IeeeState, dcbx_flag_names, roce};
+use hostnet::dcb::{DcbError, DcbSocket, IeeeState, dcbx_flag_names, tos_ecn};
 use hostnet::netlink::{NetlinkError, RouteSocket};
 use hostnet::netns::NetNs;
 
@@ -123,11 +123,11 @@ fn nic_state(
             Reading::CannotRead(cannot(e)),
         ),
     };
-    let roce_tos = match roce::roce_tos(sysfs, configfs, nic) {
+    let roce_tos = match tos_ecn::roce_tos(sysfs, configfs, nic) {
         Ok(t) => Reading::Value(t.tos),
         Err(e) => Reading::CannotRead(e.to_string()),
     };
-    let ecn = match roce::ecn_priorities(sysfs, nic) {
+    let ecn = match tos_ecn::ecn_priorities(sysfs, nic) {
         Ok(v) => Reading::Value(v),
         Err(e) => Reading::CannotRead(e.to_string()),
     };

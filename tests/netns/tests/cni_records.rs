@@ -8,7 +8,7 @@ use hostnet::netns::NetNs;
 use serde_json::json;
 use spinel_netns_tests::SimNode;
 use spinel_netns_tests::cni::CniCall;
-use spinel_node::record::read_records;
+use spinel_node::attachment_record::read_records;
 
 #[test]
 fn add_publishes_where_the_pod_is_and_del_removes_it() {

@@ -23,7 +23,7 @@ use spinel_netns_tests::dra::{
     DraCluster, DraNode, Placement, allocation, claim_pod, eventually, namespace, slices, vf_pci,
 };
 use spinel_netns_tests::require_root;
-use spinel_node::record::{PodAttachment, Record, publish};
+use spinel_node::attachment_record::{PodAttachment, Record, publish};
 
 const WAIT: Duration = Duration::from_secs(60);
 

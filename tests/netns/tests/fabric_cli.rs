@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-use spinel_netns_tests::fabric::spinelctl;
+use spinel_netns_tests::lldp_fabric::spinelctl;
 use spinel_netns_tests::require_tool;
 
 fn fixtures() -> PathBuf {

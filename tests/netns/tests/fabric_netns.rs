@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;
-use spinel_netns_tests::fabric::{Fault, NICS, infer, rail_fabric};
+use spinel_netns_tests::lldp_fabric::{Fault, NICS, infer, rail_fabric};
 
 fn run(test: &str, fault: Fault, args: &[&str]) -> (Option<i32>, Value, String) {
     let fabric = rail_fabric(test, fault);

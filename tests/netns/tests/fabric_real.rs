@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 use spinel_netns_tests::Sandbox;
-use spinel_netns_tests::fabric::{Fault, NICS, rail_fabric_with, spinelctl};
+use spinel_netns_tests::lldp_fabric::{Fault, NICS, rail_fabric_with, spinelctl};
 
 const DOMAIN: &str = "fab.example";
 const GROUPS: [&str; 2] = ["spine1-2.leaf1-2", "spine1-2.leaf3-4"];

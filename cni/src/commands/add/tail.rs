@@ -7,8 +7,8 @@ use std::time::Duration;
 use hostnet::netlink::{Link, RouteSocket};
 use hostnet::netns::NetNs;
 use hostnet::rdma::NetnsMode;
-use spinel_node::record::{PodAttachment, Record};
-use spinel_node::roce::{RoceInfo, resolve_gid};
+use spinel_node::attachment_record::{PodAttachment, Record};
+use spinel_node::roce_info::{RoceInfo, resolve_gid};
 
 use crate::announce::{self, Announcer};
 use crate::attachment::Plan;
@@ -112,7 +112,7 @@ fn address(
     if let Some(announcer) = &announcer {
         // First round as soon as the link has carrier: frames sent before are lost.
         let carrier = Duration::from_millis(garp.carrier_timeout_ms);
-        if !spinel_node::announce::wait_for_carrier(pod, link.index, carrier) {
+        if !spinel_node::gratuitous::wait_for_carrier(pod, link.index, carrier) {
             tracing::warn!(ifname = %link.name, "no carrier after {} ms; announcing anyway", garp.carrier_timeout_ms);
         }
         announce_round(announcer);

@@ -1,6 +1,6 @@
-//! RoCE facts of an interface: its RDMA device, port and RoCE v2 GID index, the NCCL settings
-//! that follow from them, and the per-attachment records the CNI publishes on the host (see
-//! [`Record`]: what workloads read, and what the fabric agent needs to re-announce a pod).
+//! RoCE facts of an interface: its RDMA device, port and RoCE v2 GID index, and the NCCL
+//! settings that follow from them. The CNI publishes them per attachment in a
+//! [`Record`](crate::attachment_record::Record).
 
 use std::net::IpAddr;
 use std::path::Path;

@@ -18,7 +18,7 @@ use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 use spinel_wire::MacAddr;
 
-use crate::roce::RoceInfo;
+use crate::roce_info::RoceInfo;
 
 /// Largest record file read.
 const MAX_RECORD_BYTES: u64 = 64 * 1024;

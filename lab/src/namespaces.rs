@@ -16,7 +16,7 @@ use hostnet::netlink::{LinkChange, LinkCounters, Route, RouteSocket, VethEnd};
 use hostnet::netns::NetNs;
 use ipnet::{IpNet, Ipv4Net};
 
-use crate::plan::{Cable, FABRIC_MTU, LEAF_BRIDGE, Plan, Role};
+use crate::layout::{Cable, FABRIC_MTU, LEAF_BRIDGE, Plan, Role};
 
 /// The lab's namespaces, open, each with a netlink socket inside it.
 pub struct Fabric {
