@@ -108,8 +108,8 @@ pub struct SendArgs {
     #[arg(long)]
     system_description: Option<String>,
     /// Capabilities, supported and enabled (e.g. bridge,router).
-    #[arg(long, value_enum, value_delimiter = ',')]
-    capabilities: Vec<CapabilityArg>,
+    #[arg(long, value_delimiter = ',', value_parser = capability_parser())]
+    capabilities: Vec<Capability>,
     /// Management address (repeatable); interface number = the interface's ifIndex.
     #[arg(long = "mgmt-addr")]
     mgmt_addrs: Vec<IpAddr>,
@@ -186,19 +186,29 @@ enum PortSubtypeArg {
     Local,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum CapabilityArg {
-    Other,
-    Repeater,
-    Bridge,
-    Wlan,
-    Router,
-    Telephone,
-    Docsis,
-    Station,
-    CVlan,
-    SVlan,
-    Tpmr,
+/// `--capabilities` names (the lldpd-like short forms) and the bits they stand for.
+const CAPABILITY_NAMES: [(&str, Capability); 11] = [
+    ("other", Capability::Other),
+    ("repeater", Capability::Repeater),
+    ("bridge", Capability::Bridge),
+    ("wlan", Capability::WlanAccessPoint),
+    ("router", Capability::Router),
+    ("telephone", Capability::Telephone),
+    ("docsis", Capability::Docsis),
+    ("station", Capability::Station),
+    ("c-vlan", Capability::CVlan),
+    ("s-vlan", Capability::SVlan),
+    ("tpmr", Capability::Tpmr),
+];
+
+fn capability_parser() -> impl clap::builder::TypedValueParser<Value = Capability> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(CAPABILITY_NAMES.map(|(name, _)| name)).map(|name| {
+        CAPABILITY_NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(Capability::Other, |(_, c)| *c)
+    })
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -566,23 +576,7 @@ fn apply_capabilities(args: &SendArgs, l: &mut LocalSystem) {
     if args.capabilities.is_empty() {
         return;
     }
-    let caps: Vec<Capability> = args
-        .capabilities
-        .iter()
-        .map(|c| match c {
-            CapabilityArg::Other => Capability::Other,
-            CapabilityArg::Repeater => Capability::Repeater,
-            CapabilityArg::Bridge => Capability::Bridge,
-            CapabilityArg::Wlan => Capability::WlanAccessPoint,
-            CapabilityArg::Router => Capability::Router,
-            CapabilityArg::Telephone => Capability::Telephone,
-            CapabilityArg::Docsis => Capability::Docsis,
-            CapabilityArg::Station => Capability::Station,
-            CapabilityArg::CVlan => Capability::CVlan,
-            CapabilityArg::SVlan => Capability::SVlan,
-            CapabilityArg::Tpmr => Capability::Tpmr,
-        })
-        .collect();
+    let caps = args.capabilities.clone();
     l.capabilities = Some(Capabilities {
         supported: caps.clone(),
         enabled: caps,
@@ -817,5 +811,29 @@ mod tests {
         assert!(out.contains("0c:42:a1:00:00:01 (mac_address)"), "{out}");
         assert!(out.contains("PFC 3"), "{out}");
         assert!(out.contains("eth0: 1 neighbour(s); 4 frames in"), "{out}");
+    }
+
+    #[test]
+    fn capability_names_map_to_their_bits() {
+        let cmd = clap::Command::new("t").arg(
+            clap::Arg::new("c")
+                .long("c")
+                .value_delimiter(',')
+                .value_parser(capability_parser()),
+        );
+        let m = cmd
+            .clone()
+            .try_get_matches_from(["t", "--c", "wlan,c-vlan,router"])
+            .unwrap();
+        let caps: Vec<Capability> = m.get_many("c").unwrap().copied().collect();
+        assert_eq!(
+            caps,
+            [
+                Capability::WlanAccessPoint,
+                Capability::CVlan,
+                Capability::Router
+            ]
+        );
+        assert!(cmd.try_get_matches_from(["t", "--c", "c_vlan"]).is_err());
     }
 }
