@@ -164,6 +164,12 @@ pub async fn run(
     published: watch::Sender<Vec<Device>>,
 ) {
     let owner = owner(&nodes, &node).await;
+    // The node's fabric position comes from its NodeFabric status: after a restart, publish
+    // only once its watch has listed it (or found none), never devices without a position
+    // the node has.
+    if sources.status.changed().await.is_err() {
+        return;
+    }
     let selector = format!("spec.nodeName={node},spec.driver={}", dra::DRIVER);
     let events = watcher(api.clone(), watcher::Config::default().fields(&selector))
         .default_backoff()
