@@ -12,48 +12,66 @@ pub fn differences(want: &VfSettings, have: &VfSettings) -> Vec<String> {
         }
     };
     check("mac", want.mac.to_string(), have.mac.to_string());
-    check("vlan", want.vlan.to_string(), have.vlan.to_string());
-    check("vlanQoS", want.qos.to_string(), have.qos.to_string());
-    check("vlanProto", want.proto.to_string(), have.proto.to_string());
+    check(
+        "vlan",
+        want.attributes.vlan.to_string(),
+        have.attributes.vlan.to_string(),
+    );
+    check(
+        "vlanQoS",
+        want.attributes.qos.to_string(),
+        have.attributes.qos.to_string(),
+    );
+    check(
+        "vlanProto",
+        want.attributes.proto.to_string(),
+        have.attributes.proto.to_string(),
+    );
     check(
         "spoofchk",
-        want.spoofchk.to_string(),
-        have.spoofchk.to_string(),
+        want.attributes.spoofchk.to_string(),
+        have.attributes.spoofchk.to_string(),
     );
-    check("trust", want.trust.to_string(), have.trust.to_string());
+    check(
+        "trust",
+        want.attributes.trust.to_string(),
+        have.attributes.trust.to_string(),
+    );
     check(
         "linkState",
-        want.link_state.to_string(),
-        have.link_state.to_string(),
+        want.attributes.link_state.to_string(),
+        have.attributes.link_state.to_string(),
     );
     check(
         "minTxRate",
-        want.min_tx_rate.to_string(),
-        have.min_tx_rate.to_string(),
+        want.attributes.min_tx_rate.to_string(),
+        have.attributes.min_tx_rate.to_string(),
     );
     check(
         "maxTxRate",
-        want.max_tx_rate.to_string(),
-        have.max_tx_rate.to_string(),
+        want.attributes.max_tx_rate.to_string(),
+        have.attributes.max_tx_rate.to_string(),
     );
     out
 }
 
 #[cfg(test)]
 mod tests {
-    use hostnet::netlink::{VfLinkMode, VlanProto};
+    use hostnet::netlink::{VfAttributes, VfLinkMode, VlanProto};
+    use spinel_wire::MacAddr;
 
     use super::*;
 
     #[test]
     fn differences_name_the_configuration_fields() {
-        let want = VfSettings {
+        let want = VfAttributes {
             vlan: 100,
             proto: VlanProto::Dot1Ad,
             trust: true,
             link_state: VfLinkMode::Enable,
-            ..VfSettings::factory_default(2)
-        };
+            ..VfAttributes::FACTORY_DEFAULT
+        }
+        .for_vf(2, MacAddr([0; 6]));
         let have = VfSettings::factory_default(2);
         let d = differences(&want, &have);
         assert_eq!(

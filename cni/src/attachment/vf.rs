@@ -64,7 +64,7 @@ pub fn prepare(
         .read(&mut node.host, &vf.pf.name, vf.index)
         .map_err(pf_error)?;
     let admin_mac = plan.mac.or(link.mac).unwrap_or(pf_before.mac);
-    let pf_wanted = conf.vf_attributes()?.settings(vf.index, admin_mac);
+    let pf_wanted = conf.vf_attributes()?.for_vf(vf.index, admin_mac);
     let record = VfRecord {
         pci: vf.pci.clone(),
         pf: vf.pf.name.clone(),

@@ -16,9 +16,9 @@ mod pod;
 mod rdma;
 mod vf;
 
+pub use hostnet::netlink::VfAttributes;
 pub use pod::{Garp, Routing, Sysctls, table_for};
 pub use rdma::{GidPolicy, NetnsRequirement, Rdma};
-pub use vf::VfAttributes;
 
 /// Largest configuration accepted on stdin.
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;

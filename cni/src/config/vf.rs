@@ -1,49 +1,9 @@
 //! The PF-side attributes of a VF (`ip link set PF vf N ...`), validated.
 
-use hostnet::netlink::{VfLinkMode, VfSettings, VlanProto};
-use spinel_wire::MacAddr;
+use hostnet::netlink::{VfAttributes, VlanProto};
 
 use super::{NetConf, OnOff, invalid};
 use crate::spec::CniError;
-
-/// The PF-side VF attributes a configuration asks for, validated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VfAttributes {
-    /// VLAN (0: none).
-    pub vlan: u16,
-    /// VLAN priority.
-    pub qos: u8,
-    /// Tag protocol.
-    pub proto: VlanProto,
-    /// Spoof checking.
-    pub spoofchk: bool,
-    /// Trusted mode.
-    pub trust: bool,
-    /// Link state.
-    pub link_state: VfLinkMode,
-    /// Minimum TX rate, Mbit/s.
-    pub min_tx_rate: u32,
-    /// Maximum TX rate, Mbit/s.
-    pub max_tx_rate: u32,
-}
-
-impl VfAttributes {
-    /// The complete settings for VF `index` with administrative MAC `mac`.
-    pub fn settings(&self, index: u32, mac: MacAddr) -> VfSettings {
-        VfSettings {
-            index,
-            mac,
-            vlan: self.vlan,
-            qos: self.qos,
-            proto: self.proto,
-            spoofchk: self.spoofchk,
-            trust: self.trust,
-            link_state: self.link_state,
-            min_tx_rate: self.min_tx_rate,
-            max_tx_rate: self.max_tx_rate,
-        }
-    }
-}
 
 impl NetConf {
     /// The PF-side attributes to set on every ADD: what the configuration asks for, and the
@@ -95,6 +55,8 @@ impl NetConf {
 
 #[cfg(test)]
 mod tests {
+    use hostnet::netlink::VfLinkMode;
+
     use super::*;
     use crate::config::Config;
     use crate::spec::ErrorCode;

@@ -21,7 +21,7 @@ pub use neigh::Neighbour;
 pub use route::{Route, STATIC_PROTOCOL};
 pub use rule::Rule;
 pub use socket::{NetlinkError, NetlinkErrorKind, Socket};
-pub use vf::{ParseVfValueError, VfLinkMode, VfSettings, VlanProto};
+pub use vf::{ParseVfValueError, VfAttributes, VfLinkMode, VfSettings, VlanProto};
 pub use virtual_links::{LinkCounters, VethEnd};
 
 use netlink_packet_route::RouteNetlinkMessage;

@@ -130,6 +130,15 @@ pub struct VfSettings {
     pub index: u32,
     /// Administrative MAC.
     pub mac: MacAddr,
+    /// Everything else (what a network's configuration decides).
+    #[serde(flatten)]
+    pub attributes: VfAttributes,
+}
+
+/// A VF's PF-side attributes other than its identity (index and MAC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VfAttributes {
     /// VLAN ID inserted by the PF (0: none).
     pub vlan: u16,
     /// 802.1p priority of that VLAN tag.
@@ -148,22 +157,35 @@ pub struct VfSettings {
     pub max_tx_rate: u32,
 }
 
+impl VfAttributes {
+    /// What a PF reports for a VF that never had anything set: no VLAN, spoof checking on,
+    /// untrusted, link state auto, no rate limits.
+    pub const FACTORY_DEFAULT: Self = Self {
+        vlan: 0,
+        qos: 0,
+        proto: VlanProto::Dot1Q,
+        spoofchk: true,
+        trust: false,
+        link_state: VfLinkMode::Auto,
+        min_tx_rate: 0,
+        max_tx_rate: 0,
+    };
+
+    /// These attributes for VF `index` with administrative MAC `mac`.
+    pub fn for_vf(self, index: u32, mac: MacAddr) -> VfSettings {
+        VfSettings {
+            index,
+            mac,
+            attributes: self,
+        }
+    }
+}
+
 impl VfSettings {
     /// What a PF reports for VF `index` that never had anything set: no MAC, no VLAN, spoof
     /// checking on, untrusted, link state auto, no rate limits.
     pub fn factory_default(index: u32) -> Self {
-        Self {
-            index,
-            mac: MacAddr([0; 6]),
-            vlan: 0,
-            qos: 0,
-            proto: VlanProto::Dot1Q,
-            spoofchk: true,
-            trust: false,
-            link_state: VfLinkMode::Auto,
-            min_tx_rate: 0,
-            max_tx_rate: 0,
-        }
+        VfAttributes::FACTORY_DEFAULT.for_vf(index, MacAddr([0; 6]))
     }
 
     /// The request exactly as [`RouteSocket::set_vf`] sends it (sequence number 0), for
@@ -179,16 +201,20 @@ impl VfSettings {
     /// The `RTM_NEWLINK` request iproute2 sends for the same settings on PF `pf_index`.
     pub fn message(&self, pf_index: u32) -> RouteNetlinkMessage {
         let i = self.index;
-        let vlan = match self.proto {
-            VlanProto::Dot1Q => VfInfo::Vlan(VfInfoVlan::new(i, self.vlan.into(), self.qos.into())),
+        let vlan = match self.attributes.proto {
+            VlanProto::Dot1Q => VfInfo::Vlan(VfInfoVlan::new(
+                i,
+                self.attributes.vlan.into(),
+                self.attributes.qos.into(),
+            )),
             VlanProto::Dot1Ad => VfInfo::VlanList(vec![VfVlan::Info(VfVlanInfo::new(
                 i,
-                self.vlan.into(),
-                self.qos.into(),
+                self.attributes.vlan.into(),
+                self.attributes.qos.into(),
                 VlanProtocol::Ieee8021Ad,
             ))]),
         };
-        let state = match self.link_state {
+        let state = match self.attributes.link_state {
             VfLinkMode::Auto => VfLinkState::Auto,
             VfLinkMode::Enable => VfLinkState::Enable,
             VfLinkMode::Disable => VfLinkState::Disable,
@@ -196,10 +222,14 @@ impl VfSettings {
         let info = LinkVfInfo(vec![
             VfInfo::Mac(VfInfoMac::new(i, &self.mac.octets())),
             vlan,
-            VfInfo::SpoofCheck(VfInfoSpoofCheck::new(i, self.spoofchk)),
-            VfInfo::Trust(VfInfoTrust::new(i, self.trust)),
+            VfInfo::SpoofCheck(VfInfoSpoofCheck::new(i, self.attributes.spoofchk)),
+            VfInfo::Trust(VfInfoTrust::new(i, self.attributes.trust)),
             VfInfo::LinkState(VfInfoLinkState::new(i, state)),
-            VfInfo::Rate(VfInfoRate::new(i, self.min_tx_rate, self.max_tx_rate)),
+            VfInfo::Rate(VfInfoRate::new(
+                i,
+                self.attributes.min_tx_rate,
+                self.attributes.max_tx_rate,
+            )),
         ]);
         let mut msg = LinkMessage::default();
         msg.header.index = pf_index;
@@ -208,18 +238,13 @@ impl VfSettings {
     }
 
     fn from_info(infos: &[VfInfo]) -> Option<Self> {
-        let mut s = VfSettings {
-            index: u32::MAX,
-            mac: MacAddr([0; 6]),
-            vlan: 0,
-            qos: 0,
-            proto: VlanProto::Dot1Q,
+        // Spoof checking off until the PF says otherwise: a driver that omits the attribute
+        // does not check.
+        let mut s = VfAttributes {
             spoofchk: false,
-            trust: false,
-            link_state: VfLinkMode::Auto,
-            min_tx_rate: 0,
-            max_tx_rate: 0,
-        };
+            ..VfAttributes::FACTORY_DEFAULT
+        }
+        .for_vf(u32::MAX, MacAddr([0; 6]));
         for info in infos {
             match info {
                 VfInfo::Mac(m) => {
@@ -227,32 +252,32 @@ impl VfSettings {
                     s.mac = MacAddr::from_slice(&m.mac[..6])?;
                 }
                 VfInfo::Vlan(v) => {
-                    s.vlan = u16::try_from(v.vlan_id).ok()?;
-                    s.qos = u8::try_from(v.qos).ok()?;
+                    s.attributes.vlan = u16::try_from(v.vlan_id).ok()?;
+                    s.attributes.qos = u8::try_from(v.qos).ok()?;
                 }
                 VfInfo::VlanList(list) => {
                     for entry in list {
                         if let VfVlan::Info(v) = entry {
-                            s.vlan = u16::try_from(v.vlan_id).ok()?;
-                            s.qos = u8::try_from(v.qos).ok()?;
+                            s.attributes.vlan = u16::try_from(v.vlan_id).ok()?;
+                            s.attributes.qos = u8::try_from(v.qos).ok()?;
                             if v.protocol == VlanProtocol::Ieee8021Ad {
-                                s.proto = VlanProto::Dot1Ad;
+                                s.attributes.proto = VlanProto::Dot1Ad;
                             }
                         }
                     }
                 }
-                VfInfo::SpoofCheck(c) => s.spoofchk = c.enabled,
-                VfInfo::Trust(t) => s.trust = t.enabled,
+                VfInfo::SpoofCheck(c) => s.attributes.spoofchk = c.enabled,
+                VfInfo::Trust(t) => s.attributes.trust = t.enabled,
                 VfInfo::LinkState(l) => {
-                    s.link_state = match l.state {
+                    s.attributes.link_state = match l.state {
                         VfLinkState::Enable => VfLinkMode::Enable,
                         VfLinkState::Disable => VfLinkMode::Disable,
                         _ => VfLinkMode::Auto,
                     }
                 }
                 VfInfo::Rate(r) => {
-                    s.min_tx_rate = r.min_tx_rate;
-                    s.max_tx_rate = r.max_tx_rate;
+                    s.attributes.min_tx_rate = r.min_tx_rate;
+                    s.attributes.max_tx_rate = r.max_tx_rate;
                 }
                 _ => {}
             }
@@ -270,14 +295,14 @@ impl fmt::Display for VfSettings {
             "vf {} mac {} vlan {} qos {} proto {} spoofchk {} trust {} state {} min_tx_rate {} max_tx_rate {}",
             self.index,
             self.mac,
-            self.vlan,
-            self.qos,
-            self.proto,
-            on(self.spoofchk),
-            on(self.trust),
-            self.link_state,
-            self.min_tx_rate,
-            self.max_tx_rate
+            self.attributes.vlan,
+            self.attributes.qos,
+            self.attributes.proto,
+            on(self.attributes.spoofchk),
+            on(self.attributes.trust),
+            self.attributes.link_state,
+            self.attributes.min_tx_rate,
+            self.attributes.max_tx_rate
         )
     }
 }
@@ -383,9 +408,7 @@ mod tests {
         let mac = "02:11:22:33:44:55".parse().unwrap();
         assert_same_as_iproute2(
             "vf 3 mac 02:11:22:33:44:55 vlan 100 qos 5 proto 802.1ad spoofchk off trust on state enable min_tx_rate 100 max_tx_rate 2000",
-            VfSettings {
-                index: 3,
-                mac,
+            VfAttributes {
                 vlan: 100,
                 qos: 5,
                 proto: VlanProto::Dot1Ad,
@@ -394,7 +417,8 @@ mod tests {
                 link_state: VfLinkMode::Enable,
                 min_tx_rate: 100,
                 max_tx_rate: 2000,
-            },
+            }
+            .for_vf(3, mac),
         );
         assert_same_as_iproute2(
             "vf 7 mac 02:00:00:00:00:01 vlan 0 qos 0 proto 802.1Q spoofchk on trust off state auto min_tx_rate 0 max_tx_rate 0",
@@ -411,14 +435,16 @@ mod tests {
         let settings = VfSettings {
             index: 3,
             mac: "02:11:22:33:44:55".parse().unwrap(),
-            vlan: 100,
-            qos: 5,
-            proto: VlanProto::Dot1Q,
-            spoofchk: true,
-            trust: true,
-            link_state: VfLinkMode::Disable,
-            min_tx_rate: 100,
-            max_tx_rate: 2000,
+            attributes: VfAttributes {
+                vlan: 100,
+                qos: 5,
+                proto: VlanProto::Dot1Q,
+                spoofchk: true,
+                trust: true,
+                link_state: VfLinkMode::Disable,
+                min_tx_rate: 100,
+                max_tx_rate: 2000,
+            },
         };
         let ours = hex(&Socket::<RouteNetlinkMessage>::encode(
             settings.message(13),
@@ -440,18 +466,33 @@ mod tests {
     }
 
     #[test]
+    fn settings_are_written_flat_as_journals_hold_them() {
+        let s = VfSettings::factory_default(4);
+        let v = serde_json::to_value(s).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"index": 4, "mac": "00:00:00:00:00:00", "vlan": 0, "qos": 0,
+                "proto": "802.1Q", "spoofchk": true, "trust": false, "linkState": "auto",
+                "minTxRate": 0, "maxTxRate": 0})
+        );
+        assert_eq!(serde_json::from_value::<VfSettings>(v).unwrap(), s);
+    }
+
+    #[test]
     fn settings_read_back_from_the_kernels_format() {
         let s = VfSettings {
             index: 2,
             mac: "02:00:00:00:00:09".parse().unwrap(),
-            vlan: 4094,
-            qos: 7,
-            proto: VlanProto::Dot1Ad,
-            spoofchk: true,
-            trust: false,
-            link_state: VfLinkMode::Enable,
-            min_tx_rate: 10,
-            max_tx_rate: 100,
+            attributes: VfAttributes {
+                vlan: 4094,
+                qos: 7,
+                proto: VlanProto::Dot1Ad,
+                spoofchk: true,
+                trust: false,
+                link_state: VfLinkMode::Enable,
+                min_tx_rate: 10,
+                max_tx_rate: 100,
+            },
         };
         let RouteNetlinkMessage::NewLink(msg) = s.message(5) else {
             unreachable!()

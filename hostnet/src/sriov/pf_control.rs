@@ -81,11 +81,17 @@ impl VfAttribute {
     pub fn differs(self, a: &VfSettings, b: &VfSettings) -> bool {
         match self {
             Self::Mac => a.mac != b.mac,
-            Self::Vlan => (a.vlan, a.qos, a.proto) != (b.vlan, b.qos, b.proto),
-            Self::Rate => (a.min_tx_rate, a.max_tx_rate) != (b.min_tx_rate, b.max_tx_rate),
-            Self::SpoofCheck => a.spoofchk != b.spoofchk,
-            Self::LinkState => a.link_state != b.link_state,
-            Self::Trust => a.trust != b.trust,
+            Self::Vlan => {
+                (a.attributes.vlan, a.attributes.qos, a.attributes.proto)
+                    != (b.attributes.vlan, b.attributes.qos, b.attributes.proto)
+            }
+            Self::Rate => {
+                (a.attributes.min_tx_rate, a.attributes.max_tx_rate)
+                    != (b.attributes.min_tx_rate, b.attributes.max_tx_rate)
+            }
+            Self::SpoofCheck => a.attributes.spoofchk != b.attributes.spoofchk,
+            Self::LinkState => a.attributes.link_state != b.attributes.link_state,
+            Self::Trust => a.attributes.trust != b.attributes.trust,
         }
     }
 
@@ -93,13 +99,20 @@ impl VfAttribute {
     fn copy(self, from: &VfSettings, to: &mut VfSettings) {
         match self {
             Self::Mac => to.mac = from.mac,
-            Self::Vlan => (to.vlan, to.qos, to.proto) = (from.vlan, from.qos, from.proto),
-            Self::Rate => {
-                (to.min_tx_rate, to.max_tx_rate) = (from.min_tx_rate, from.max_tx_rate);
+            Self::Vlan => {
+                (to.attributes.vlan, to.attributes.qos, to.attributes.proto) = (
+                    from.attributes.vlan,
+                    from.attributes.qos,
+                    from.attributes.proto,
+                )
             }
-            Self::SpoofCheck => to.spoofchk = from.spoofchk,
-            Self::LinkState => to.link_state = from.link_state,
-            Self::Trust => to.trust = from.trust,
+            Self::Rate => {
+                (to.attributes.min_tx_rate, to.attributes.max_tx_rate) =
+                    (from.attributes.min_tx_rate, from.attributes.max_tx_rate);
+            }
+            Self::SpoofCheck => to.attributes.spoofchk = from.attributes.spoofchk,
+            Self::LinkState => to.attributes.link_state = from.attributes.link_state,
+            Self::Trust => to.attributes.trust = from.attributes.trust,
         }
     }
 
@@ -108,15 +121,20 @@ impl VfAttribute {
         let on = |b: bool| if b { "on" } else { "off" };
         let value = match self {
             Self::Mac => format!("mac {}", s.mac),
-            Self::Vlan if s.proto == VlanProto::Dot1Q => format!("vlan {} qos {}", s.vlan, s.qos),
-            Self::Vlan => format!("vlan {} qos {} proto {}", s.vlan, s.qos, s.proto),
+            Self::Vlan if s.attributes.proto == VlanProto::Dot1Q => {
+                format!("vlan {} qos {}", s.attributes.vlan, s.attributes.qos)
+            }
+            Self::Vlan => format!(
+                "vlan {} qos {} proto {}",
+                s.attributes.vlan, s.attributes.qos, s.attributes.proto
+            ),
             Self::Rate => format!(
                 "min_tx_rate {} max_tx_rate {}",
-                s.min_tx_rate, s.max_tx_rate
+                s.attributes.min_tx_rate, s.attributes.max_tx_rate
             ),
-            Self::SpoofCheck => format!("spoofchk {}", on(s.spoofchk)),
-            Self::LinkState => format!("state {}", s.link_state),
-            Self::Trust => format!("trust {}", on(s.trust)),
+            Self::SpoofCheck => format!("spoofchk {}", on(s.attributes.spoofchk)),
+            Self::LinkState => format!("state {}", s.attributes.link_state),
+            Self::Trust => format!("trust {}", on(s.attributes.trust)),
         };
         format!("vf {} {value}", s.index)
     }
@@ -432,7 +450,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::netlink::VfLinkMode;
+    use crate::netlink::{VfAttributes, VfLinkMode};
 
     /// `ip link set PF <args>` and iproute2's request, captured with strace.
     const FIXTURES: &str = include_str!("../../tests/fixtures/vf/ip-link-set-vf.txt");
@@ -458,14 +476,16 @@ mod tests {
         VfSettings {
             index: 3,
             mac: "02:11:22:33:44:55".parse().unwrap(),
-            vlan: 100,
-            qos: 5,
-            proto,
-            spoofchk,
-            trust,
-            link_state,
-            min_tx_rate: 100,
-            max_tx_rate: 2000,
+            attributes: VfAttributes {
+                vlan: 100,
+                qos: 5,
+                proto,
+                spoofchk,
+                trust,
+                link_state,
+                min_tx_rate: 100,
+                max_tx_rate: 2000,
+            },
         }
     }
 
@@ -535,8 +555,8 @@ mod tests {
     fn only_differing_attributes_are_named_and_copied() {
         let base = VfSettings::factory_default(1);
         let mut want = base;
-        want.vlan = 7;
-        want.trust = true;
+        want.attributes.vlan = 7;
+        want.attributes.trust = true;
         let differing: Vec<_> = VfAttribute::ALL
             .into_iter()
             .filter(|a| a.differs(&want, &base))
@@ -559,16 +579,20 @@ mod tests {
         fs::write(dir.join("pf0.ignore"), "trust\n").unwrap();
         let r = Recording::open(&dir, "pf0").unwrap();
         let mut want = VfSettings::factory_default(0);
-        want.link_state = VfLinkMode::Enable;
-        want.trust = true;
-        want.vlan = 9;
+        want.attributes.link_state = VfLinkMode::Enable;
+        want.attributes.trust = true;
+        want.attributes.vlan = 9;
         let refused = r.apply(4, VfAttribute::LinkState, &want).unwrap();
         assert!(refused.unwrap_err().is(libc::EOPNOTSUPP));
         r.apply(4, VfAttribute::Trust, &want).unwrap().unwrap();
         r.apply(4, VfAttribute::Vlan, &want).unwrap().unwrap();
         let state = r.state().unwrap()[&0];
         assert_eq!(
-            (state.vlan, state.trust, state.link_state),
+            (
+                state.attributes.vlan,
+                state.attributes.trust,
+                state.attributes.link_state
+            ),
             (9, false, VfLinkMode::Auto)
         );
         let log = fs::read_to_string(dir.join("pf0.requests")).unwrap();

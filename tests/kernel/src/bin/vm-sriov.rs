@@ -22,7 +22,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
-use hostnet::netlink::{RouteSocket, VfLinkMode, VfSettings, VlanProto};
+use hostnet::netlink::{RouteSocket, VfAttributes, VfLinkMode, VfSettings, VlanProto};
 use serde_json::{Value, json};
 use spinel_kernel_tests::guest::{ok, poll, sh};
 use spinel_netns_tests::cni::{self, CniCall, CniOutput, DEBIAN_CNI_DIR, with_prev_result};
@@ -232,14 +232,16 @@ fn attributes(g: &Guest) -> anyhow::Result<()> {
     let want = VfSettings {
         index: vf.index,
         mac: "0a:58:0a:38:00:09".parse()?,
-        vlan: 100,
-        qos: 3,
-        proto: VlanProto::Dot1Q,
-        spoofchk: false,
-        trust: true,
-        link_state: VfLinkMode::Auto,
-        min_tx_rate: 0,
-        max_tx_rate: 100,
+        attributes: VfAttributes {
+            vlan: 100,
+            qos: 3,
+            proto: VlanProto::Dot1Q,
+            spoofchk: false,
+            trust: true,
+            link_state: VfLinkMode::Auto,
+            min_tx_rate: 0,
+            max_tx_rate: 100,
+        },
     };
     ensure!(
         pf_reports(vf.index) == want,
@@ -411,7 +413,7 @@ fn refusals(g: &Guest) -> anyhow::Result<()> {
         refused.contains("refused"),
         "igb took a rate without link: {refused}"
     );
-    let reported = pf_reports(vf.index).max_tx_rate;
+    let reported = pf_reports(vf.index).attributes.max_tx_rate;
     println!(
         "igb rate with the PF link down: refused ({}); it reports max_tx_rate {reported}",
         refused.lines().next().unwrap_or("")
@@ -419,7 +421,7 @@ fn refusals(g: &Guest) -> anyhow::Result<()> {
     let del = g.spinel(&add.with_command("DEL"), &with_prev_result(&conf, &result));
     del.expect_ok("DEL while the PF is down");
     let warned = del.stderr.contains("the PF refuses rate");
-    let after = pf_reports(vf.index).max_tx_rate;
+    let after = pf_reports(vf.index).attributes.max_tx_rate;
     println!(
         "igb after DEL with the PF link down: reports max_tx_rate {after}; spinel {}",
         if warned {
@@ -443,7 +445,7 @@ fn refusals(g: &Guest) -> anyhow::Result<()> {
     let conf = g.conf(vf, json!({}));
     let result = g.spinel(&add, &conf).expect_ok("next ADD").clone();
     ensure!(
-        pf_reports(vf.index).max_tx_rate == 0,
+        pf_reports(vf.index).attributes.max_tx_rate == 0,
         "the next ADD reset the rate"
     );
     g.spinel(&add.with_command("DEL"), &with_prev_result(&conf, &result))
