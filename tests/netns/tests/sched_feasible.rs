@@ -1,8 +1,8 @@
 //! A gang is planned only where kube-scheduler itself can put its pods, and never stays
 //! partly bound where the rest cannot join: the real kube-scheduler with the shipped
 //! configuration, RBAC and admission policy, the real `spinel-scheduler` binary, real Nodes and
-//! Pods. Taints and node affinity the engine does not model, a node cordoned or deleted while
-//! the gang binds, and a bound pod of a gang deleted and replaced.
+//! Pods. Taints, node affinity and DRA VF claims the engine does not model, a node cordoned or
+//! deleted while the gang binds, and a bound pod of a gang deleted and replaced.
 //!
 //! No kubelet runs here: where a kubelet would confirm a pod's termination (after an eviction),
 //! the test deletes it with grace period 0, and where a Job controller would recreate an
@@ -21,9 +21,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use spinel_api::scheduling as keys;
+use spinel_api::{dra, scheduling as keys};
+use spinel_netns_tests::cluster;
 use spinel_netns_tests::sched::objects::{
     create_pods, create_ready_nodes, delete_test_objects, eventually, fabric_labels, gpu_node,
     gpu_pod, namespace, small_fabric, wait_bound,
@@ -282,6 +284,119 @@ async fn node_affinity_the_engine_does_not_know_keeps_the_gang_off_its_leaf() {
         BTreeSet::from([w.leaf(&other[0])]),
         "{bound:?}"
     );
+}
+
+/// One `vf.roce.spinel.dev` device on each of `nodes`, as the agent's DRA driver publishes
+/// a VF (driver, pool per node, the kind the DeviceClass selects on).
+async fn publish_vfs(admin: &kube::Client, nodes: &[&String]) {
+    let api = Api::<ResourceSlice>::all(admin.clone());
+    for node in nodes {
+        let slice: ResourceSlice = serde_json::from_value(json!({
+            "metadata": {"name": format!("t-dra-{node}"), "labels": {TEST_SLICE: "true"}},
+            "spec": {
+                "driver": dra::DRIVER,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "pf0-vf0", "attributes": {
+                    dra::ATTR_KIND: {"string": "vf"},
+                    dra::ATTR_RAIL: {"int": 0},
+                }}],
+            },
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &slice).await.unwrap();
+    }
+}
+
+async fn delete_test_slices(admin: &kube::Client) {
+    Api::<ResourceSlice>::all(admin.clone())
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels(&format!("{TEST_SLICE}=true")),
+        )
+        .await
+        .unwrap();
+}
+
+const TEST_SLICE: &str = "sched-feasible.spinel.dev/slice";
+
+// Issue 23: the gang scheduler knows about NICs. Each pod of the gang claims one VF through
+// DRA; one free node of the best-fit group publishes none (its NIC shielded or its VFs used).
+// kube-scheduler's own DRA filter drops that node before the extender is asked, so the plan is
+// made where every pod's claim can be allocated: the gang binds whole in the other group and
+// each claim is allocated on its pod's node.
+#[tokio::test]
+async fn a_node_whose_vf_claims_cannot_be_allocated_keeps_the_gang_off_its_leaf() {
+    let _serial = SERIAL.lock().await;
+    let w = fresh("t-dra", 2, 5).await;
+    delete_test_slices(&w.admin).await;
+    cluster::apply_files(&w.admin, &["deploy/dra/device-classes.yaml"]).await;
+    let leaves = w.by_leaf();
+    let best = leaves.values().next().unwrap();
+    let other = leaves.values().nth(1).unwrap();
+    let with_vf: Vec<&String> = w.nodes.keys().filter(|n| **n != best[1]).collect();
+    publish_vfs(&w.admin, &with_vf).await;
+    occupy(&w, "busy", &best[0]).await;
+    let claims = Api::<ResourceClaim>::namespaced(w.admin.clone(), &w.ns);
+    let mut pods = members("job", 4, 0..4);
+    for p in &mut pods {
+        let claim = format!("{}-vf", p.metadata.name.as_deref().unwrap());
+        let rc: ResourceClaim = serde_json::from_value(json!({
+            "metadata": {"name": claim},
+            "spec": {"devices": {"requests": [{"name": "vf",
+                "exactly": {"deviceClassName": "vf.roce.spinel.dev"}}]}},
+        }))
+        .unwrap();
+        claims.create(&PostParams::default(), &rc).await.unwrap();
+        let spec = p.spec.as_mut().unwrap();
+        spec.resource_claims = Some(vec![
+            serde_json::from_value(json!({"name": "vf", "resourceClaimName": claim})).unwrap(),
+        ]);
+        spec.containers[0]
+            .resources
+            .get_or_insert_with(Default::default)
+            .claims = Some(vec![serde_json::from_value(json!({"name": "vf"})).unwrap()]);
+    }
+    let names = names(&pods);
+    create_pods(&w.admin, &w.ns, pods).await;
+    let bound = wait_bound(&w.admin, &w.ns, &names, Duration::from_secs(30)).await;
+    assert_eq!(
+        leaves_of(&w, &bound),
+        BTreeSet::from([w.leaf(&other[0])]),
+        "{bound:?}"
+    );
+    for (pod, node) in &bound {
+        let rc = claims.get(&format!("{pod}-vf")).await.unwrap();
+        let results = rc
+            .status
+            .and_then(|s| s.allocation)
+            .and_then(|a| a.devices)
+            .and_then(|d| d.results)
+            .unwrap_or_default();
+        assert_eq!(results.len(), 1, "{pod}: {results:?}");
+        assert_eq!(
+            (results[0].driver.as_str(), results[0].pool.as_str()),
+            (dra::DRIVER, node.as_str()),
+            "{pod}'s VF is on its node"
+        );
+    }
+    for n in names {
+        w.pods()
+            .delete(
+                &n,
+                &DeleteParams {
+                    grace_period_seconds: Some(0),
+                    ..DeleteParams::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    claims
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await
+        .unwrap();
+    delete_test_slices(&w.admin).await;
 }
 
 /// Waits for the extender's Events saying the gang was released, on `pod`.
