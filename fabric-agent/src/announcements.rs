@@ -141,7 +141,7 @@ fn round(
             Err(e) => tracing::warn!(nic, "cannot announce the host's addresses: {e}"),
         }
     }
-    let (records, refused) = read_records(&settings.records_dir);
+    let (records, refused) = read_records(&settings.records_dir());
     for r in refused {
         tracing::debug!("skipping an attachment record: {r}");
     }

@@ -428,7 +428,10 @@ mod tests {
         for probe in ["path: /healthz, port: 9479", "path: /readyz, port: 9479"] {
             assert!(manifest.contains(probe), "{probe}");
         }
-        assert_eq!(c.duties.garp.records_dir, PathBuf::from("/run/spinel/roce"));
+        assert_eq!(
+            c.duties.garp.records_dir(),
+            PathBuf::from("/run/spinel/roce")
+        );
         assert!(!c.duties.health.taint, "shielding is opt-in");
         assert!(c.duties.routing.enabled && !c.duties.routing.dry_run);
     }

@@ -163,7 +163,7 @@ pub fn run(config: AgentConfig) -> Result<(), AgentError> {
 }
 
 async fn serve(
-    config: AgentConfig,
+    mut config: AgentConfig,
     sysfs: Sysfs,
     host: RouteSocket,
     found: Vec<RoceNic>,
@@ -242,13 +242,19 @@ async fn serve(
         node.clone(),
         status_tx,
     ));
+    // The CNI's journal and records, where its own node settings put them (read as the CNI
+    // reads them), unless the agent's configuration names the records' directory.
+    let settings_path = std::env::var(cni_settings::PATH_ENV).ok();
+    let cni = cni_settings::Settings::load(settings_path.as_deref())
+        .inspect_err(|e| tracing::warn!("no VF claim or IPAM release metrics: {e}"))
+        .ok();
+    if config.duties.garp.records_dir.is_none() {
+        config.duties.garp.records_dir = cni.as_ref().map(|s| s.roce_info_dir.clone());
+    }
     let driver = dra::start(&config, &client, &tx, status.clone());
     let metrics = metrics::Metrics::new(config.sysfs_root.clone(), ethtool);
-    // The CNI's journal, where its own settings put it (read as the CNI reads them).
-    let settings_path = std::env::var(cni_settings::PATH_ENV).ok();
-    match cni_settings::Settings::load(settings_path.as_deref()) {
-        Ok(s) => metrics.watch_cni_journal(s.state_dir),
-        Err(e) => tracing::warn!("no VF claim or IPAM release metrics: {e}"),
+    if let Some(cni) = &cni {
+        metrics.watch_cni_journal(cni.state_dir.clone());
     }
     let running = duties::start(
         &config,

@@ -102,8 +102,18 @@ pub struct Garp {
     pub interval: Duration,
     /// Also one burst per NIC with carrier when the agent starts.
     pub on_start: bool,
-    /// The CNI's per-attachment records (node setting `roceInfoDir`).
-    pub records_dir: PathBuf,
+    /// The CNI's per-attachment records; `None`: where the CNI's own node settings file puts
+    /// them (`roceInfoDir`), so the two never disagree unless told to.
+    pub records_dir: Option<PathBuf>,
+}
+
+impl Garp {
+    /// Where the CNI's records are read: as configured, else the CNI's default.
+    pub fn records_dir(&self) -> PathBuf {
+        self.records_dir
+            .clone()
+            .unwrap_or_else(|| spinel_node::cni_settings::Settings::default().roce_info_dir)
+    }
 }
 
 /// RoCE health and node shielding.
@@ -226,9 +236,7 @@ impl DutiesFile {
             count: g.count.unwrap_or(3).min(10),
             interval: Duration::from_millis(g.interval_ms.unwrap_or(1100).clamp(100, 60_000)),
             on_start: g.on_start.unwrap_or(true),
-            records_dir: g
-                .records_dir
-                .unwrap_or_else(|| PathBuf::from("/run/spinel/roce")),
+            records_dir: g.records_dir,
         };
         let h = self.health;
         let health = Health {

@@ -150,7 +150,7 @@ pub fn start(
         tasks.push(tokio::spawn(claim_status::run(
             client.clone(),
             journal.clone(),
-            config.duties.garp.records_dir.clone(),
+            config.duties.garp.records_dir(),
             status_period,
         )));
         let serving = kubelet_plugin::Plugin {

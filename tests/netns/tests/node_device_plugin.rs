@@ -3,7 +3,9 @@
 //! rail's VFs; kube-scheduler places a pod asking for `spinel.dev/rail0`; the kubelet calls
 //! `Allocate`; containerd creates the sandbox and calls the CNI chain, the real Multus, which
 //! asks the kubelet's pod-resources API which VF the pod got and hands its PCI address to
-//! `spinel` as `deviceID`. Deleting the pod gives the VF back to the node.
+//! `spinel` as `deviceID`. Deleting the pod gives the VF back to the node. The same through
+//! DRA: the agent as the node's `roce.spinel.dev` driver, a claim allocated by kube-scheduler,
+//! prepared by the agent's kubelet plugin, read by Multus from the claim and the slice.
 //!
 //! The NIC is simulated as in every netns test ([`sriov_nic`]: macvlan VFs described in a fake
 //! sysfs); everything above it is the real program. The agent runs as a process of the test
@@ -19,8 +21,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
+use spinel_api::crd::NodeFabric;
+use spinel_netns_tests::dra::{self, Placement};
 use spinel_netns_tests::k8s::{ControlPlane, ControlPlaneOptions, pod_bound_token};
 use spinel_netns_tests::kube_node::{BUSYBOX_IMAGE, KubeNode};
 use spinel_netns_tests::node::{SimVf, sriov_nic};
@@ -120,13 +125,11 @@ async fn agent_credentials(admin: &kube::Client, cp: &ControlPlane, node: &KubeN
     path
 }
 
-/// Starts `spinel-agent` as a process of the node (its cgroup, network and mount namespaces,
-/// as the DaemonSet's pod with its host paths), with its device plugin offering `pf0`'s VFs
-/// as [`RESOURCE`]: sockets in the kubelet's plugin registry, device-info files where Multus
-/// reads them (both the defaults).
-fn start_agent(node: &mut KubeNode, kubeconfig: &Path) {
-    let dir = node.sb.dir();
-    let config = json!({
+/// `spinel-agent`'s configuration with its device plugin offering `pf0`'s VFs as
+/// [`RESOURCE`]: sockets in the kubelet's plugin registry, device-info files where Multus reads
+/// them (both the defaults).
+fn device_plugin_config() -> Value {
+    json!({
         "reportDebounceMs": 100,
         "routing": {"enabled": false},
         "garp": {"enabled": false},
@@ -134,7 +137,13 @@ fn start_agent(node: &mut KubeNode, kubeconfig: &Path) {
             "resources": [{"name": "rail0", "pfNames": ["pf0"]}],
             "rescanSeconds": 1,
         },
-    });
+    })
+}
+
+/// Starts `spinel-agent` with `config` as a process of the node (its cgroup, network and mount
+/// namespaces, as the DaemonSet's pod with its host paths).
+fn start_agent(node: &mut KubeNode, kubeconfig: &Path, config: &Value) {
+    let dir = node.sb.dir();
     fs::write(dir.join("agent.yaml"), config.to_string()).unwrap();
     let log = fs::File::create(dir.join("agent.log")).unwrap();
     let mut cmd = node.command(agent::agent_binary());
@@ -258,10 +267,11 @@ fn has_link(links: &[(String, String)], vf: &SimVf) -> bool {
         .any(|(name, mac)| *name == vf.name && *mac == vf.mac)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_pod_gets_its_vf_through_the_kubelet_containerd_multus_and_spinel() {
+/// A control plane (with a controller manager) where the agent and Multus are installed, and
+/// node `gpu-1`, Ready, with a simulated RoCE NIC `pf0` of two VFs and the CNI chain.
+async fn cluster_with_node(name: &str) -> (ControlPlane, kube::Client, KubeNode, Vec<SimVf>) {
     let cp = ControlPlane::start(
-        ControlPlaneOptions::new("devplugin")
+        ControlPlaneOptions::new(name)
             .crd_dir(workspace().join("deploy/crds"))
             .controller_manager()
             .scheduler("{}"),
@@ -278,10 +288,16 @@ async fn a_pod_gets_its_vf_through_the_kubelet_containerd_multus_and_spinel() {
     cni_chain(&node, &cp, &multus_token);
     node.boot();
     node.wait_ready(&admin, Duration::from_secs(120)).await;
+    (cp, admin, node, vfs)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pod_gets_its_vf_through_the_kubelet_containerd_multus_and_spinel() {
+    let (cp, admin, mut node, vfs) = cluster_with_node("devplugin").await;
 
     // The device plugin registers through the kubelet's plugin watcher and lists both VFs.
     let kubeconfig = agent_credentials(&admin, &cp, &node).await;
-    start_agent(&mut node, &kubeconfig);
+    start_agent(&mut node, &kubeconfig, &device_plugin_config());
     wait_node(&admin, &node, "2 VFs allocatable", |n| {
         allocatable(n, RESOURCE).as_deref() == Some("2")
     })
@@ -396,6 +412,198 @@ async fn a_pod_gets_its_vf_through_the_kubelet_containerd_multus_and_spinel() {
         "{in_pod:?}"
     );
     delete(&pods, "trainer-2").await;
+    let on_node = links(&node.netns());
+    assert!(vfs.iter().all(|v| has_link(&on_node, v)), "{on_node:?}");
+}
+
+/// The DRA path (issue 23): the agent is the node's `roce.spinel.dev` DRA driver instead of a
+/// device plugin. It publishes `pf0`'s VFs with their rail (the leaf's LLDP and the node's
+/// labels) and Multus's `resourceName`/`deviceID` attributes; kube-scheduler allocates a VF to
+/// the pod's claim; the kubelet calls the agent's `NodePrepareResources`; Multus reads the claim
+/// and the slice and hands the VF's PCI address to `spinel`; the agent writes the claim's
+/// `networkData` from the CNI's record. Deleting the pod gives the VF back.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pod_gets_its_vf_through_a_dra_claim_multus_and_spinel() {
+    let (cp, admin, mut node, vfs) = cluster_with_node("dra-multus").await;
+    cluster::apply_files(
+        &admin,
+        &[
+            "deploy/dra/rbac.yaml",
+            "deploy/dra/admission-policy.yaml",
+            "deploy/dra/device-classes.yaml",
+        ],
+    )
+    .await;
+    // pf0's leaf, as LLDP shows it, is rail 0's leaf of the node's labels.
+    let placement = Placement {
+        spine: "spine1-2".into(),
+        group: "lg-a".into(),
+    };
+    let leaf = Command::new(cni::spinelctl_binary())
+        .args(["lldp", "send", "--netns"])
+        .arg(node.sb.netns_path("leaf"))
+        .args(["--iface", "swp1", "--chassis-id", "0c:42:a1:00:00:01"])
+        .args(["--chassis-id-subtype", "mac", "--port-id", "Ethernet0"])
+        .args(["--port-id-subtype", "ifname", "--system-name"])
+        .arg(placement.leaf_name(0))
+        .args(["--capabilities", "bridge,router", "--tx-interval", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    node.sb.record_pid(leaf.id());
+    let kubeconfig = agent_credentials(&admin, &cp, &node).await;
+    let config = json!({
+        "reportDebounceMs": 100,
+        "routing": {"enabled": false},
+        "garp": {"enabled": false},
+        "dra": {"enabled": true, "inventorySeconds": 1},
+    });
+    start_agent(&mut node, &kubeconfig, &config);
+    // The fabric controller's part: the node's labels in its NodeFabric status.
+    let fabrics = Api::<NodeFabric>::all(admin.clone());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fabrics.get_opt(&node.name).await.unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "no NodeFabric report\n{}",
+            tail(&node.sb.dir().join("agent.log"))
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    dra::set_labels(&admin, &node.name, placement.labels(1)).await;
+    let rail0 = spinel_api::dra::rail_resource_name(0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let published: Vec<String> = dra::slices(&admin, &node.name)
+            .await
+            .into_iter()
+            .flat_map(|s| s.spec.devices.unwrap_or_default())
+            .filter_map(|d| {
+                let a = d.attributes?;
+                let name = a.get(spinel_api::dra::ATTR_MULTUS_RESOURCE_NAME)?;
+                name.string.clone()
+            })
+            .collect();
+        if published.len() == 2 && published.iter().all(|r| *r == rail0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "both VFs published as {rail0}: {published:?}\n{}",
+            tail(&node.sb.dir().join("agent.log"))
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    multus::put_nad(
+        &admin,
+        "default",
+        "rail0",
+        Some(&rail0),
+        &json!({
+            "cniVersion": "1.0.0",
+            "name": "rail0",
+            "type": "spinel",
+            "capabilities": {"deviceID": true},
+            "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.56.0.0/24",
+                     "rangeStart": "10.56.0.10", "rangeEnd": "10.56.0.250"}]]},
+        }),
+    )
+    .await;
+    let template: ResourceClaimTemplate = serde_json::from_value(json!({
+        "metadata": {"name": "one-vf"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "vf",
+            "exactly": {"deviceClassName": "vf.roce.spinel.dev"}}]}}},
+    }))
+    .unwrap();
+    Api::<ResourceClaimTemplate>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &template)
+        .await
+        .unwrap();
+    let pods = Api::<Pod>::namespaced(admin.clone(), "default");
+    let mut trainer = trainer("trainer");
+    let spec = trainer.spec.as_mut().unwrap();
+    spec.resource_claims = Some(vec![
+        serde_json::from_value(json!({"name": "vf", "resourceClaimTemplateName": "one-vf"}))
+            .unwrap(),
+    ]);
+    spec.containers[0].resources =
+        Some(serde_json::from_value(json!({"claims": [{"name": "vf"}]})).unwrap());
+    pods.create(&PostParams::default(), &trainer).await.unwrap();
+    let pod = wait_pod(&pods, "trainer", &node, running).await;
+
+    // kube-scheduler allocated one of the VFs to the claim; that VF is the pod's net1.
+    let claim_name = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_claim_statuses.as_ref())
+        .and_then(|c| c.first())
+        .and_then(|c| c.resource_claim_name.clone())
+        .expect("the pod's claim");
+    let claims = Api::<ResourceClaim>::namespaced(admin.clone(), "default");
+    let claim = claims.get(&claim_name).await.unwrap();
+    let result = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.allocation.as_ref())
+        .and_then(|a| a.devices.as_ref())
+        .and_then(|d| d.results.as_ref())
+        .and_then(|r| r.first())
+        .cloned()
+        .expect("an allocated device");
+    let slice_devices: Vec<_> = dra::slices(&admin, &node.name)
+        .await
+        .into_iter()
+        .flat_map(|s| s.spec.devices.unwrap_or_default())
+        .collect();
+    let pci = slice_devices
+        .iter()
+        .find(|d| d.name == result.device)
+        .and_then(|d| {
+            d.attributes
+                .as_ref()?
+                .get(spinel_api::dra::ATTR_MULTUS_DEVICE_ID)
+        })
+        .and_then(|a| a.string.clone())
+        .expect("the allocated device's deviceID");
+    let vf = vfs.iter().find(|v| v.pci == pci).unwrap();
+    let other = vfs.iter().find(|v| v.pci != pci).unwrap();
+    let pid = node.container_pid(&pod, "main").unwrap();
+    let in_pod = links(Path::new(&format!("/proc/{pid}/ns/net")));
+    assert!(
+        in_pod.iter().any(|(n, mac)| n == "net1" && *mac == vf.mac),
+        "{} ({pci}) is net1 in the pod: {in_pod:?}\n{}",
+        vf.name,
+        tail(&node.sb.dir().join("multus.log"))
+    );
+    let on_node = links(&node.netns());
+    assert!(has_link(&on_node, other), "the other VF stays home");
+
+    // The agent reports the attachment in the claim's status (KEP-4817).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let claim = claims.get(&claim_name).await.unwrap();
+        let net = claim
+            .status
+            .and_then(|s| s.devices)
+            .and_then(|d| d.into_iter().find(|d| d.device == result.device))
+            .and_then(|d| d.network_data);
+        if let Some(net) = net {
+            assert_eq!(net.interface_name.as_deref(), Some("net1"));
+            assert_eq!(net.hardware_address.as_deref(), Some(vf.mac.as_str()));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no networkData in the claim's status\n{}",
+            tail(&node.sb.dir().join("agent.log"))
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    delete(&pods, "trainer").await;
     let on_node = links(&node.netns());
     assert!(vfs.iter().all(|v| has_link(&on_node, v)), "{on_node:?}");
 }
