@@ -439,8 +439,8 @@ async fn a_pod_gets_its_vf_through_a_dra_claim_multus_and_spinel() {
         spine: "spine1-2".into(),
         group: "lg-a".into(),
     };
-    let leaf = Command::new(cni::spinelctl_binary())
-        .args(["lldp", "send", "--netns"])
+    let mut leaf = Command::new(cni::spinelctl_binary());
+    leaf.args(["lldp", "send", "--netns"])
         .arg(node.sb.netns_path("leaf"))
         .args(["--iface", "swp1", "--chassis-id", "0c:42:a1:00:00:01"])
         .args(["--chassis-id-subtype", "mac", "--port-id", "Ethernet0"])
@@ -449,10 +449,8 @@ async fn a_pod_gets_its_vf_through_a_dra_claim_multus_and_spinel() {
         .args(["--capabilities", "bridge,router", "--tx-interval", "1"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    node.sb.record_pid(leaf.id());
+        .stderr(Stdio::null());
+    node.sb.spawn(leaf);
     let kubeconfig = agent_credentials(&admin, &cp, &node).await;
     let config = json!({
         "reportDebounceMs": 100,

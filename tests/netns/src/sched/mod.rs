@@ -6,6 +6,7 @@
 //! [`SchedulerRig`] puts it together; [`objects`] builds the Nodes and Pods.
 
 pub mod fixtures;
+pub mod latency;
 pub mod objects;
 pub mod service;
 

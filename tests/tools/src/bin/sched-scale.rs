@@ -29,12 +29,10 @@ use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, PostParams};
-use kube::runtime::watcher::{self, Event};
 use spinel_netns_tests::Sandbox;
 use spinel_netns_tests::k8s::{ControlPlane, ControlPlaneOptions};
+use spinel_netns_tests::sched::latency::{Bound, median, schedule, summary, watch_bindings};
 use spinel_netns_tests::sched::objects::{
     apply_manifest, create_ready_nodes, fabric_labels, gpu_node, gpu_pod, namespace,
 };
@@ -97,66 +95,6 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
     Ok(o)
 }
 
-/// A pod seen bound: its name, its node, when the watch showed it.
-type Bound = (String, String, Instant);
-
-/// Sends each pod once, when a watch first shows it bound.
-fn watch_bindings(client: kube::Client, ns: &str) -> mpsc::UnboundedReceiver<Bound> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let api = Api::<Pod>::namespaced(client, ns);
-    tokio::spawn(async move {
-        let mut seen = HashSet::new();
-        let mut stream = Box::pin(watcher::watcher(api, watcher::Config::default()));
-        while let Some(event) = stream.next().await {
-            let (Ok(Event::Apply(pod)) | Ok(Event::InitApply(pod))) = event else {
-                continue;
-            };
-            let name = pod.metadata.name.clone().unwrap_or_default();
-            if let Some(node) = pod.spec.and_then(|s| s.node_name)
-                && seen.insert(name.clone())
-            {
-                let _ = tx.send((name, node, Instant::now()));
-            }
-        }
-    });
-    rx
-}
-
-/// Creates the pods at once and waits until every one is bound: each one's index in `pods`,
-/// node and latency.
-async fn schedule(
-    client: &kube::Client,
-    bound: &mut mpsc::UnboundedReceiver<Bound>,
-    pods: Vec<Pod>,
-) -> Vec<(usize, String, Duration)> {
-    let api = Api::<Pod>::namespaced(client.clone(), "scale");
-    let mut started = HashMap::new();
-    let mut creating = tokio::task::JoinSet::new();
-    for (i, pod) in pods.into_iter().enumerate() {
-        let name = pod.metadata.name.clone().unwrap();
-        started.insert(name, (i, Instant::now()));
-        let api = api.clone();
-        creating.spawn(async move { api.create(&PostParams::default(), &pod).await });
-    }
-    while let Some(done) = creating.join_next().await {
-        done.unwrap().expect("create a pod");
-    }
-    let mut latencies = Vec::new();
-    while !started.is_empty() {
-        let Ok(next) = tokio::time::timeout(Duration::from_secs(300), bound.recv()).await else {
-            let mut left: Vec<_> = started.keys().collect();
-            left.sort();
-            panic!("not bound within 5 minutes: {left:?} (see the pods' PodScheduled condition)");
-        };
-        let (name, node, at) = next.expect("the watch runs");
-        // Pods of earlier rounds (the watch's initial list) are not this round's.
-        if let Some((i, t0)) = started.remove(&name) {
-            latencies.push((i, node, at - t0));
-        }
-    }
-    latencies
-}
-
 fn plain(prefix: &str, i: usize) -> Pod {
     gpu_pod(&format!("{prefix}-{i}"), 8, None, &[])
 }
@@ -192,10 +130,16 @@ async fn one_at_a_time(
     n: usize,
 ) -> Vec<Duration> {
     // A first pod warms kube-scheduler's cache and the extender's connection; not counted.
-    schedule(client, bound, vec![plain(&format!("{prefix}-warm"), 0)]).await;
+    schedule(
+        client,
+        "scale",
+        bound,
+        vec![plain(&format!("{prefix}-warm"), 0)],
+    )
+    .await;
     let mut all = Vec::new();
     for i in 0..n {
-        let done = schedule(client, bound, vec![plain(prefix, i)]).await;
+        let done = schedule(client, "scale", bound, vec![plain(prefix, i)]).await;
         all.extend(done.into_iter().map(|(_, _, latency)| latency));
     }
     all
@@ -231,7 +175,7 @@ async fn phase(
     };
     for g in 0..o.gangs {
         let t = Instant::now();
-        let done = schedule(client, &mut bound, gang(prefix, g, o.gang_size)).await;
+        let done = schedule(client, "scale", &mut bound, gang(prefix, g, o.gang_size)).await;
         p.gangs.push(t.elapsed());
         // Pod i of the gang asked for rank i (its completion index): DP group i / 8.
         let mut leaves: HashMap<usize, HashSet<&str>> = HashMap::new();
@@ -244,27 +188,6 @@ async fn phase(
         p.dp_in_one_leaf += leaves.values().filter(|l| l.len() == 1).count();
     }
     p
-}
-
-fn summary(what: &str, mut v: Vec<Duration>) {
-    if v.is_empty() {
-        println!("| {what} | 0 | | | | |");
-        return;
-    }
-    v.sort();
-    let at = |q: f64| {
-        let i = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1;
-        v[i].as_secs_f64() * 1e3
-    };
-    let mean = v.iter().map(Duration::as_secs_f64).sum::<f64>() / v.len() as f64 * 1e3;
-    println!(
-        "| {what} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
-        v.len(),
-        at(0.5),
-        at(0.99),
-        mean,
-        v.last().unwrap().as_secs_f64() * 1e3
-    );
 }
 
 /// p50 and p99 of a Prometheus histogram, as the upper edge of the bucket they fall in.
@@ -290,15 +213,6 @@ fn histogram_quantiles(text: &str, verb: &str) -> Option<(f64, f64, u64)> {
         buckets.iter().find(|(_, c)| *c >= want).map(|(le, _)| *le)
     };
     Some((q(0.5)?, q(0.99)?, total))
-}
-
-/// The median of `v`.
-fn median(v: &[Duration]) -> Duration {
-    let mut v = v.to_vec();
-    v.sort();
-    v.get(v.len().saturating_sub(1) / 2)
-        .copied()
-        .unwrap_or_default()
 }
 
 fn report(o: &Options, without: Phase, with: Phase) {
