@@ -19,7 +19,10 @@ pub fn watch_bindings(client: kube::Client, ns: &str) -> mpsc::UnboundedReceiver
     let api = Api::<Pod>::namespaced(client, ns);
     tokio::spawn(async move {
         let mut seen = HashSet::new();
-        let mut stream = Box::pin(watcher::watcher(api, watcher::Config::default()));
+        // Backed off: once the control plane is gone, a bare watcher retries in a busy loop.
+        let mut stream = Box::pin(kube::runtime::WatchStreamExt::default_backoff(
+            watcher::watcher(api, watcher::Config::default()),
+        ));
         while let Some(event) = stream.next().await {
             let (Ok(Event::Apply(pod)) | Ok(Event::InitApply(pod))) = event else {
                 continue;
@@ -27,8 +30,9 @@ pub fn watch_bindings(client: kube::Client, ns: &str) -> mpsc::UnboundedReceiver
             let name = pod.metadata.name.clone().unwrap_or_default();
             if let Some(node) = pod.spec.and_then(|s| s.node_name)
                 && seen.insert(name.clone())
+                && tx.send((name, node, Instant::now())).is_err()
             {
-                let _ = tx.send((name, node, Instant::now()));
+                return;
             }
         }
     });
