@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -44,8 +45,12 @@ func startEtcd(dir string, clientPort, peerPort int, verbosity int) (*embeddedEt
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	// No metrics listener: the default would bind a fixed port shared by every harness.
 	cfg.ListenMetricsUrls = nil
-	// A test cluster is small; a 256 MiB backend is plenty.
+	// A test cluster is small; a 256 MiB backend is plenty. Scale benchmarks (dra-scale at
+	// 10,000 nodes) set SPINEL_ETCD_QUOTA_MIB.
 	cfg.QuotaBackendBytes = 256 << 20
+	if mib, err := strconv.ParseInt(os.Getenv("SPINEL_ETCD_QUOTA_MIB"), 10, 64); err == nil && mib > 0 {
+		cfg.QuotaBackendBytes = mib << 20
+	}
 	// Each WAL segment is preallocated; 64 MB apiece is a lot for a test cluster whose data
 	// dir often lives on tmpfs.
 	wal.SegmentSizeBytes = 8 << 20

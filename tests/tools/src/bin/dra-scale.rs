@@ -11,7 +11,8 @@
 //!    what the slices cost pods that do not use them;
 //! 3. `1 VF claim`: each pod with a claim for one VF (class `vf.roce.spinel.dev`);
 //! 4. `VF per rail claim`: each pod with the shipped `deploy/examples/dra-one-vf-per-rail.yaml`
-//!    claim (8 VFs, one per rail, all under one leaf group).
+//!    claim (8 VFs, one per rail, all under one leaf group);
+//! 5. the same claim without its `matchAttribute` constraint: what the constraint costs.
 //!
 //! A pod's latency runs from its create request to a watch showing it bound (its claim
 //! created just before it). Also reported: the time to publish every node's slice.
@@ -73,11 +74,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
-    if o.pods * 4 + 4 > o.nodes {
+    if o.pods * 5 + 5 > o.nodes {
         return Err(format!(
-            "--pods {}: four phases of whole-node pods need {} nodes",
+            "--pods {}: five phases of whole-node pods need {} nodes",
             o.pods,
-            o.pods * 4 + 4
+            o.pods * 5 + 5
         ));
     }
     Ok(o)
@@ -138,6 +139,7 @@ enum Claim {
     None,
     OneVf,
     VfPerRail,
+    VfPerRailUnconstrained,
 }
 
 /// The claim spec of the shipped one-VF-per-rail template.
@@ -166,6 +168,14 @@ async fn phase(
             Claim::OneVf => Some(json!({"devices": {"requests": [{"name": "vf",
                 "exactly": {"deviceClassName": "vf.roce.spinel.dev"}}]}})),
             Claim::VfPerRail => Some(per_rail.clone()),
+            Claim::VfPerRailUnconstrained => {
+                let mut spec = per_rail.clone();
+                spec["devices"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("constraints");
+                Some(spec)
+            }
         };
         if let Some(spec) = spec {
             let rc: ResourceClaim =
@@ -244,6 +254,14 @@ fn main() -> ExitCode {
         let no_claim = phase(&admin, &mut bound, "slices", o.pods, Claim::None).await;
         let one_vf = phase(&admin, &mut bound, "onevf", o.pods, Claim::OneVf).await;
         let per_rail = phase(&admin, &mut bound, "rails", o.pods, Claim::VfPerRail).await;
+        let unconstrained = phase(
+            &admin,
+            &mut bound,
+            "free",
+            o.pods,
+            Claim::VfPerRailUnconstrained,
+        )
+        .await;
 
         let devices = labelled.len() * usize::from(RAILS * o.vfs_per_rail);
         println!(
@@ -260,6 +278,7 @@ fn main() -> ExitCode {
         summary("slices published, no claim", no_claim);
         summary("claim: 1 VF", one_vf);
         summary("claim: 1 VF per rail, one leaf group (8 VFs)", per_rail);
+        summary("claim: 1 VF per rail, no matchAttribute", unconstrained);
     });
     // The watch task stops with the runtime, before the control plane goes away.
     runtime.shutdown_background();
@@ -289,7 +308,7 @@ mod tests {
         assert!(
             parse("--nodes 100 --pods 50")
                 .unwrap_err()
-                .contains("need 204 nodes")
+                .contains("need 255 nodes")
         );
         assert!(parse("--pods").unwrap_err().contains("needs a value"));
     }
