@@ -12,45 +12,26 @@ pub fn differences(want: &VfSettings, have: &VfSettings) -> Vec<String> {
         }
     };
     check("mac", want.mac.to_string(), have.mac.to_string());
-    check(
-        "vlan",
-        want.attributes.vlan.to_string(),
-        have.attributes.vlan.to_string(),
-    );
-    check(
-        "vlanQoS",
-        want.attributes.qos.to_string(),
-        have.attributes.qos.to_string(),
-    );
-    check(
-        "vlanProto",
-        want.attributes.proto.to_string(),
-        have.attributes.proto.to_string(),
-    );
-    check(
-        "spoofchk",
-        want.attributes.spoofchk.to_string(),
-        have.attributes.spoofchk.to_string(),
-    );
-    check(
-        "trust",
-        want.attributes.trust.to_string(),
-        have.attributes.trust.to_string(),
-    );
+    let (w, h) = (&want.attributes, &have.attributes);
+    check("vlan", w.vlan.to_string(), h.vlan.to_string());
+    check("vlanQoS", w.qos.to_string(), h.qos.to_string());
+    check("vlanProto", w.proto.to_string(), h.proto.to_string());
+    check("spoofchk", w.spoofchk.to_string(), h.spoofchk.to_string());
+    check("trust", w.trust.to_string(), h.trust.to_string());
     check(
         "linkState",
-        want.attributes.link_state.to_string(),
-        have.attributes.link_state.to_string(),
+        w.link_state.to_string(),
+        h.link_state.to_string(),
     );
     check(
         "minTxRate",
-        want.attributes.min_tx_rate.to_string(),
-        have.attributes.min_tx_rate.to_string(),
+        w.min_tx_rate.to_string(),
+        h.min_tx_rate.to_string(),
     );
     check(
         "maxTxRate",
-        want.attributes.max_tx_rate.to_string(),
-        have.attributes.max_tx_rate.to_string(),
+        w.max_tx_rate.to_string(),
+        h.max_tx_rate.to_string(),
     );
     out
 }

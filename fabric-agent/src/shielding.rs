@@ -86,7 +86,7 @@ pub struct Shielding {
     pub nodes: Api<Node>,
     /// The observation the report is made of (findings go in).
     pub observation: Arc<watch::Sender<Observation>>,
-    /// The controller's cabling findings.
+    /// The node's `NodeFabric` status: the controller's cabling findings about it.
     pub status: watch::Receiver<Option<NodeFabricStatus>>,
     /// Kernel readings.
     pub reader: Reader,

@@ -200,21 +200,17 @@ impl VfSettings {
 
     /// The `RTM_NEWLINK` request iproute2 sends for the same settings on PF `pf_index`.
     pub fn message(&self, pf_index: u32) -> RouteNetlinkMessage {
-        let i = self.index;
-        let vlan = match self.attributes.proto {
-            VlanProto::Dot1Q => VfInfo::Vlan(VfInfoVlan::new(
-                i,
-                self.attributes.vlan.into(),
-                self.attributes.qos.into(),
-            )),
+        let (i, a) = (self.index, &self.attributes);
+        let vlan = match a.proto {
+            VlanProto::Dot1Q => VfInfo::Vlan(VfInfoVlan::new(i, a.vlan.into(), a.qos.into())),
             VlanProto::Dot1Ad => VfInfo::VlanList(vec![VfVlan::Info(VfVlanInfo::new(
                 i,
-                self.attributes.vlan.into(),
-                self.attributes.qos.into(),
+                a.vlan.into(),
+                a.qos.into(),
                 VlanProtocol::Ieee8021Ad,
             ))]),
         };
-        let state = match self.attributes.link_state {
+        let state = match a.link_state {
             VfLinkMode::Auto => VfLinkState::Auto,
             VfLinkMode::Enable => VfLinkState::Enable,
             VfLinkMode::Disable => VfLinkState::Disable,
@@ -222,14 +218,10 @@ impl VfSettings {
         let info = LinkVfInfo(vec![
             VfInfo::Mac(VfInfoMac::new(i, &self.mac.octets())),
             vlan,
-            VfInfo::SpoofCheck(VfInfoSpoofCheck::new(i, self.attributes.spoofchk)),
-            VfInfo::Trust(VfInfoTrust::new(i, self.attributes.trust)),
+            VfInfo::SpoofCheck(VfInfoSpoofCheck::new(i, a.spoofchk)),
+            VfInfo::Trust(VfInfoTrust::new(i, a.trust)),
             VfInfo::LinkState(VfInfoLinkState::new(i, state)),
-            VfInfo::Rate(VfInfoRate::new(
-                i,
-                self.attributes.min_tx_rate,
-                self.attributes.max_tx_rate,
-            )),
+            VfInfo::Rate(VfInfoRate::new(i, a.min_tx_rate, a.max_tx_rate)),
         ]);
         let mut msg = LinkMessage::default();
         msg.header.index = pf_index;
@@ -290,19 +282,20 @@ impl VfSettings {
 impl fmt::Display for VfSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let on = |b: bool| if b { "on" } else { "off" };
+        let a = &self.attributes;
         write!(
             f,
             "vf {} mac {} vlan {} qos {} proto {} spoofchk {} trust {} state {} min_tx_rate {} max_tx_rate {}",
             self.index,
             self.mac,
-            self.attributes.vlan,
-            self.attributes.qos,
-            self.attributes.proto,
-            on(self.attributes.spoofchk),
-            on(self.attributes.trust),
-            self.attributes.link_state,
-            self.attributes.min_tx_rate,
-            self.attributes.max_tx_rate
+            a.vlan,
+            a.qos,
+            a.proto,
+            on(a.spoofchk),
+            on(a.trust),
+            a.link_state,
+            a.min_tx_rate,
+            a.max_tx_rate
         )
     }
 }

@@ -79,62 +79,45 @@ impl VfAttribute {
 
     /// Whether `a` and `b` differ in this attribute.
     pub fn differs(self, a: &VfSettings, b: &VfSettings) -> bool {
+        let (x, y) = (&a.attributes, &b.attributes);
         match self {
             Self::Mac => a.mac != b.mac,
-            Self::Vlan => {
-                (a.attributes.vlan, a.attributes.qos, a.attributes.proto)
-                    != (b.attributes.vlan, b.attributes.qos, b.attributes.proto)
-            }
-            Self::Rate => {
-                (a.attributes.min_tx_rate, a.attributes.max_tx_rate)
-                    != (b.attributes.min_tx_rate, b.attributes.max_tx_rate)
-            }
-            Self::SpoofCheck => a.attributes.spoofchk != b.attributes.spoofchk,
-            Self::LinkState => a.attributes.link_state != b.attributes.link_state,
-            Self::Trust => a.attributes.trust != b.attributes.trust,
+            Self::Vlan => (x.vlan, x.qos, x.proto) != (y.vlan, y.qos, y.proto),
+            Self::Rate => (x.min_tx_rate, x.max_tx_rate) != (y.min_tx_rate, y.max_tx_rate),
+            Self::SpoofCheck => x.spoofchk != y.spoofchk,
+            Self::LinkState => x.link_state != y.link_state,
+            Self::Trust => x.trust != y.trust,
         }
     }
 
     /// Copies this attribute from `from` into `to`.
     fn copy(self, from: &VfSettings, to: &mut VfSettings) {
+        let (f, t) = (&from.attributes, &mut to.attributes);
         match self {
             Self::Mac => to.mac = from.mac,
-            Self::Vlan => {
-                (to.attributes.vlan, to.attributes.qos, to.attributes.proto) = (
-                    from.attributes.vlan,
-                    from.attributes.qos,
-                    from.attributes.proto,
-                )
-            }
-            Self::Rate => {
-                (to.attributes.min_tx_rate, to.attributes.max_tx_rate) =
-                    (from.attributes.min_tx_rate, from.attributes.max_tx_rate);
-            }
-            Self::SpoofCheck => to.attributes.spoofchk = from.attributes.spoofchk,
-            Self::LinkState => to.attributes.link_state = from.attributes.link_state,
-            Self::Trust => to.attributes.trust = from.attributes.trust,
+            Self::Vlan => (t.vlan, t.qos, t.proto) = (f.vlan, f.qos, f.proto),
+            Self::Rate => (t.min_tx_rate, t.max_tx_rate) = (f.min_tx_rate, f.max_tx_rate),
+            Self::SpoofCheck => t.spoofchk = f.spoofchk,
+            Self::LinkState => t.link_state = f.link_state,
+            Self::Trust => t.trust = f.trust,
         }
     }
 
     /// The `ip link set PF` arguments that set this attribute to its value in `s`.
     pub fn args(self, s: &VfSettings) -> String {
         let on = |b: bool| if b { "on" } else { "off" };
+        let a = &s.attributes;
         let value = match self {
             Self::Mac => format!("mac {}", s.mac),
-            Self::Vlan if s.attributes.proto == VlanProto::Dot1Q => {
-                format!("vlan {} qos {}", s.attributes.vlan, s.attributes.qos)
-            }
-            Self::Vlan => format!(
-                "vlan {} qos {} proto {}",
-                s.attributes.vlan, s.attributes.qos, s.attributes.proto
-            ),
+            Self::Vlan if a.proto == VlanProto::Dot1Q => format!("vlan {} qos {}", a.vlan, a.qos),
+            Self::Vlan => format!("vlan {} qos {} proto {}", a.vlan, a.qos, a.proto),
             Self::Rate => format!(
                 "min_tx_rate {} max_tx_rate {}",
-                s.attributes.min_tx_rate, s.attributes.max_tx_rate
+                a.min_tx_rate, a.max_tx_rate
             ),
-            Self::SpoofCheck => format!("spoofchk {}", on(s.attributes.spoofchk)),
-            Self::LinkState => format!("state {}", s.attributes.link_state),
-            Self::Trust => format!("trust {}", on(s.attributes.trust)),
+            Self::SpoofCheck => format!("spoofchk {}", on(a.spoofchk)),
+            Self::LinkState => format!("state {}", a.link_state),
+            Self::Trust => format!("trust {}", on(a.trust)),
         };
         format!("vf {} {value}", s.index)
     }

@@ -192,6 +192,25 @@ impl Placement {
         format!("{}.{}.{}", self.spine, self.group, self.leaf_name(k))
     }
 
+    /// `spinelctl lldp send` as rail `k`'s leaf on its port `swp<k+1>` in `sb`'s namespace
+    /// `leaf`, every second: the leaf's LLDP as the node's NIC `pf<k>` hears it.
+    pub fn leaf_lldp(&self, sb: &Sandbox, k: u8) -> Command {
+        let mut cmd = Command::new(crate::cni::spinelctl_binary());
+        cmd.args(["lldp", "send", "--netns"])
+            .arg(sb.netns_path("leaf"))
+            .args(["--iface", &format!("swp{}", k + 1)])
+            .args(["--chassis-id", &format!("0c:42:a1:00:{k:02x}:01")])
+            .args(["--chassis-id-subtype", "mac"])
+            .args(["--port-id", &format!("Ethernet{}", 4 * u32::from(k))])
+            .args(["--port-id-subtype", "ifname", "--system-name"])
+            .arg(self.leaf_name(k))
+            .args(["--capabilities", "bridge,router", "--tx-interval", "1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    }
+
     /// The node labels the controller computes for a node with `rails` rails.
     pub fn labels(&self, rails: u8) -> Value {
         let mut labels = json!({
@@ -314,19 +333,8 @@ impl DraNode {
 /// `placement` names, every second, for as long as the node's sandbox lives.
 fn leaf_sends_lldp(agent: &AgentNode, k: u8, placement: &Placement) -> Child {
     let sb = &agent.node.sb;
-    let child = Command::new(crate::cni::spinelctl_binary())
-        .args(["lldp", "send", "--netns"])
-        .arg(sb.netns_path("leaf"))
-        .args(["--iface", &format!("swp{}", k + 1)])
-        .args(["--chassis-id", &format!("0c:42:a1:00:{k:02x}:01")])
-        .args(["--chassis-id-subtype", "mac"])
-        .args(["--port-id", &format!("Ethernet{}", 4 * u32::from(k))])
-        .args(["--port-id-subtype", "ifname", "--system-name"])
-        .arg(placement.leaf_name(k))
-        .args(["--capabilities", "bridge,router", "--tx-interval", "1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+    let child = placement
+        .leaf_lldp(sb, k)
         .spawn()
         .expect("spawn spinelctl lldp send");
     sb.record_pid(child.id());

@@ -439,17 +439,7 @@ async fn a_pod_gets_its_vf_through_a_dra_claim_multus_and_spinel() {
         spine: "spine1-2".into(),
         group: "lg-a".into(),
     };
-    let mut leaf = Command::new(cni::spinelctl_binary());
-    leaf.args(["lldp", "send", "--netns"])
-        .arg(node.sb.netns_path("leaf"))
-        .args(["--iface", "swp1", "--chassis-id", "0c:42:a1:00:00:01"])
-        .args(["--chassis-id-subtype", "mac", "--port-id", "Ethernet0"])
-        .args(["--port-id-subtype", "ifname", "--system-name"])
-        .arg(placement.leaf_name(0))
-        .args(["--capabilities", "bridge,router", "--tx-interval", "1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let leaf = placement.leaf_lldp(&node.sb, 0);
     node.sb.spawn(leaf);
     let kubeconfig = agent_credentials(&admin, &cp, &node).await;
     let config = json!({
